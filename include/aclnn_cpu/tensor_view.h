@@ -1,0 +1,71 @@
+// A validated, kernel-facing view of one tensor. Built by the generated entry points from an
+// aclTensor after validation, copied into the executor, so kernels never see aclTensor and the
+// caller may destroy its aclTensor right after planning.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace aclnn_cpu {
+
+constexpr int kMaxDims = 8;
+
+// Values are those of the public aclDataType enum (acl/acl.h).
+enum class DType : int32_t {
+  Undefined = -1,
+  Float32 = 0,
+  Float16 = 1,
+  Int8 = 2,
+  Int32 = 3,
+  UInt8 = 4,
+  Int16 = 6,
+  UInt16 = 7,
+  UInt32 = 8,
+  Int64 = 9,
+  UInt64 = 10,
+  Float64 = 11,
+  Bool = 12,
+  Complex64 = 16,
+  Complex128 = 17,
+  BFloat16 = 27,
+};
+
+inline std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
+    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
+    case DType::Float64: case DType::Int64: case DType::UInt64: case DType::Complex64: return 8;
+    case DType::Complex128: return 16;
+    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(DType t);  // "float32", "bfloat16", ... (runtime/tensor.cpp)
+
+struct TensorView {
+  void* data = nullptr;  // address of element [0,...,0] (storage offset already applied)
+  DType dtype = DType::Undefined;
+  int32_t ndim = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};  // in elements; may be negative or zero (inputs only)
+  bool present = false;  // false: optional operand absent (gamma None) or output masked off
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= shape[i];
+    return n;
+  }
+  std::size_t itemsize() const { return dtype_size(dtype); }
+  // Row-major contiguous (size-1 dims may carry any stride).
+  bool is_contiguous() const {
+    int64_t expect = 1;
+    for (int i = ndim - 1; i >= 0; --i) {
+      if (shape[i] != 1 && strides[i] != expect) return false;
+      expect *= shape[i];
+    }
+    return true;
+  }
+  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+};
+
+}  // namespace aclnn_cpu
