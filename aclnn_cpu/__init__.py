@@ -1,0 +1,112 @@
+"""aclnn-cpu: Huawei CANN aclnn operators on the CPU.
+
+Same contract as the NPU library: the two-phase API (``aclnnXxxGetWorkspaceSize`` then
+``aclnnXxx``), the parameter rules, status codes and dtypes (float32, float16, bfloat16), plus a
+functional API that allocates outputs. The C API ships too: see ``get_include()``,
+``get_library_dir()`` and ``python -m aclnn_cpu --cflags --libs``.
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os as _os
+import sys as _sys
+
+
+def _use_installed_build() -> None:
+    # Run from a source checkout (cwd on sys.path), this package has no compiled parts; borrow
+    # them from the installed copy so `python -m aclnn_cpu ...` works from the repository root.
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    if _glob.glob(_os.path.join(here, "_glue*.so")) or _glob.glob(_os.path.join(here, "_glue*.pyd")):
+        return
+    for entry in _sys.path:
+        candidate = _os.path.join(_os.path.abspath(entry or _os.getcwd()), "aclnn_cpu")
+        if _os.path.realpath(candidate) != _os.path.realpath(here) and _glob.glob(
+                _os.path.join(candidate, "_glue*.so")):
+            __path__.insert(0, candidate)  # noqa: F821  (package __path__)
+            return
+
+
+_use_installed_build()
+
+from aclnn_cpu import _config  # noqa: E402
+from aclnn_cpu import _ops  # noqa: E402
+from aclnn_cpu._errors import (  # noqa: E402
+    AclnnError,
+    AclnnRuntimeError,
+    InnerError,
+    ParamInvalidError,
+    ParamNullptrError,
+    Status,
+)
+from aclnn_cpu._glue import Executor  # noqa: E402
+from aclnn_cpu._registry import OPS  # noqa: E402
+
+__version__ = _config.version()
+
+# Every registry op: functional name, aclnnXxx and aclnnXxxGetWorkspaceSize.
+_op_names = []
+for _op in OPS:
+    for _name in (_op["python"], _op["name"], _op["name"] + "GetWorkspaceSize"):
+        globals()[_name] = getattr(_ops, _name)
+        _op_names.append(_name)
+del _op, _name
+
+
+def set_num_threads(n: int) -> None:
+    """Threads the kernels use (results are bitwise identical for any count)."""
+    _config.set_num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    return _config.get_num_threads()
+
+
+def set_product(name: str) -> None:
+    """Product line whose dtype rules apply: 'atlas_a2' (default), 'atlas_training', 'atlas_inference'."""
+    _config.set_product(name)
+
+
+def get_product() -> str:
+    return _config.get_product()
+
+
+def get_include() -> str:
+    """Directory holding acl/acl.h and aclnnop/aclnn_<op>.h for C/C++ users."""
+    return _os.path.join(_os.path.dirname(_config.__file__), "include")
+
+
+def get_library_dir() -> str:
+    """Directory holding libaclnn_cpu.so."""
+    return _os.path.join(_os.path.dirname(_config.__file__), "lib")
+
+
+def config() -> dict:
+    """The configuration show_config() prints, as a dict."""
+    return {
+        "version": __version__,
+        "isa": _config.get_isa(),
+        "best_isa": _config.best_isa(),
+        "available_isas": list(_config.available_isas()),
+        "threads": _config.get_num_threads(),
+        "openmp": bool(_config.openmp()),
+        "product": _config.get_product(),
+        "soc": _config.soc_name(),
+        "compiler": _config.compiler(),
+        "library": _os.path.join(get_library_dir(), "libaclnn_cpu.so"),
+        "ops": [op["name"] for op in OPS],
+    }
+
+
+def show_config() -> None:
+    """Print version, ISA in use, threads, product and the registry's ops."""
+    for key, value in config().items():
+        if isinstance(value, list):
+            value = ", ".join(value)
+        print(f"{key:>15}: {value}")
+
+
+__all__ = [
+    "AclnnError", "AclnnRuntimeError", "Executor", "InnerError", "OPS", "ParamInvalidError",
+    "ParamNullptrError", "Status", "config", "get_include", "get_library_dir", "get_num_threads",
+    "get_product", "set_num_threads", "set_product", "show_config", *_op_names,
+]

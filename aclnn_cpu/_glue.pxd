@@ -1,0 +1,35 @@
+# Hand-written Cython glue shared by the generated per-op stubs (aclnn_cpu/_ops.pyx): turns Python
+# arrays into aclTensor handles, wraps executors, maps status codes to exceptions.
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+cdef extern from "aclnn/aclnn_base.h" nogil:
+    ctypedef int32_t aclnnStatus
+    ctypedef struct aclTensor
+    ctypedef struct aclBoolArray
+    ctypedef struct aclOpExecutor
+    ctypedef void* aclrtStream
+
+ctypedef aclnnStatus (*RunFn)(void*, uint64_t, aclOpExecutor*, aclrtStream) noexcept nogil
+
+cdef class TensorArg:
+    cdef aclTensor* ptr
+    cdef object obj
+    cdef object capsule
+
+cdef class BoolArrayArg:
+    cdef aclBoolArray* ptr
+
+cdef class Executor:
+    cdef aclOpExecutor* ptr
+    cdef readonly uint64_t workspace_size
+    cdef readonly str op_name
+    cdef RunFn run_fn
+    cdef tuple keep
+    cdef bint consumed, repeatable
+
+cdef TensorArg tensor_arg(object obj, str name, bint is_output)
+cdef BoolArrayArg bool_array_arg(object values, str name)
+cdef int raise_for_status(aclnnStatus status) except -1
+cdef Executor new_executor(aclOpExecutor* ptr, uint64_t workspace_size, str op_name, RunFn run_fn, tuple keep)
+cdef object run_two_phase(object workspace, uint64_t workspace_size, Executor executor, object stream, str op_name)
+cdef object run_functional(Executor executor)

@@ -1,0 +1,424 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+# Hand-written glue between Python arrays and the aclnn C API. The generated stubs in _ops.pyx
+# call these helpers; every Python call goes through the same C validation path a C user hits.
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_SetName
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_t
+from libcpp cimport bool as cbool
+cimport numpy as cnp
+
+import numpy as np
+import ml_dtypes
+
+from aclnn_cpu._errors import ParamInvalidError, ParamNullptrError, Status, error_for
+
+cnp.import_array()
+
+cdef extern from "aclnn/aclnn_base.h" nogil:
+    ctypedef enum aclDataType:
+        ACL_DT_UNDEFINED
+    ctypedef enum aclFormat:
+        ACL_FORMAT_ND
+    aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
+                               const int64_t* stride, int64_t offset, aclFormat format,
+                               const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData)
+    aclnnStatus aclDestroyTensor(const aclTensor* tensor)
+    aclBoolArray* aclCreateBoolArray(const cbool* value, uint64_t size)
+    aclnnStatus aclDestroyBoolArray(const aclBoolArray* array)
+    aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor)
+    aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor)
+    aclnnStatus aclnnCpuSetTensorReadOnly(aclTensor* tensor, cbool read_only)
+    const char* aclGetRecentErrMsg()
+
+# DLPack (legacy, unversioned) structures: how torch and others hand over CPU memory.
+cdef struct DLDevice:
+    int32_t device_type
+    int32_t device_id
+
+cdef struct DLDataType:
+    uint8_t code
+    uint8_t bits
+    uint16_t lanes
+
+cdef struct DLTensor:
+    void* data
+    DLDevice device
+    int32_t ndim
+    DLDataType dtype
+    int64_t* shape
+    int64_t* strides
+    uint64_t byte_offset
+
+ctypedef struct DLManagedTensor:
+    DLTensor dl_tensor
+    void* manager_ctx
+    void (*deleter)(DLManagedTensor*) noexcept
+
+DEF MAX_INPUT_DIMS = 64
+cdef int kDLCPU = 1
+
+# aclDataType codes (acl/acl.h)
+cdef int ACL_FLOAT32 = 0, ACL_FLOAT16 = 1, ACL_INT8 = 2, ACL_INT32 = 3, ACL_UINT8 = 4
+cdef int ACL_INT16 = 6, ACL_UINT16 = 7, ACL_UINT32 = 8, ACL_INT64 = 9, ACL_UINT64 = 10
+cdef int ACL_DOUBLE = 11, ACL_BOOL = 12, ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27
+cdef int ACL_UNDEFINED = -1
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+# numpy dtype -> aclDataType code
+_NUMPY_TO_ACL = {
+    np.dtype(np.float32): ACL_FLOAT32, np.dtype(np.float16): ACL_FLOAT16,
+    np.dtype(np.float64): ACL_DOUBLE, _BFLOAT16: ACL_BF16,
+    np.dtype(np.int8): ACL_INT8, np.dtype(np.int16): ACL_INT16, np.dtype(np.int32): ACL_INT32,
+    np.dtype(np.int64): ACL_INT64, np.dtype(np.uint8): ACL_UINT8, np.dtype(np.uint16): ACL_UINT16,
+    np.dtype(np.uint32): ACL_UINT32, np.dtype(np.uint64): ACL_UINT64, np.dtype(np.bool_): ACL_BOOL,
+    np.dtype(np.complex64): ACL_COMPLEX64, np.dtype(np.complex128): ACL_COMPLEX128,
+}
+
+# DLPack (type code, bits) -> aclDataType code
+_DLPACK_TO_ACL = {
+    (2, 32): ACL_FLOAT32, (2, 16): ACL_FLOAT16, (2, 64): ACL_DOUBLE, (4, 16): ACL_BF16,
+    (0, 8): ACL_INT8, (0, 16): ACL_INT16, (0, 32): ACL_INT32, (0, 64): ACL_INT64,
+    (1, 8): ACL_UINT8, (1, 16): ACL_UINT16, (1, 32): ACL_UINT32, (1, 64): ACL_UINT64,
+    (6, 8): ACL_BOOL, (5, 64): ACL_COMPLEX64, (5, 128): ACL_COMPLEX128,
+}
+
+# torch dtype names -> numpy dtypes, for dtype_of() on DLPack producers
+_TORCH_TO_NUMPY = {
+    "torch.float32": np.dtype(np.float32), "torch.float16": np.dtype(np.float16),
+    "torch.bfloat16": _BFLOAT16, "torch.float64": np.dtype(np.float64),
+}
+
+
+cdef inline object _invalid(str message):
+    return ParamInvalidError(Status.ERR_PARAM_INVALID, message)
+
+
+cdef class TensorArg:
+    """An aclTensor describing a caller's array; keeps the array (and any DLPack capsule) alive."""
+
+    def __dealloc__(self):
+        cdef DLManagedTensor* managed
+        if self.ptr != NULL:
+            aclDestroyTensor(self.ptr)
+            self.ptr = NULL
+        if self.capsule is not None:
+            managed = <DLManagedTensor*>PyCapsule_GetPointer(self.capsule, "used_dltensor")
+            if managed != NULL and managed.deleter != NULL:
+                managed.deleter(managed)
+            self.capsule = None
+
+
+cdef class BoolArrayArg:
+    """An aclBoolArray built from a Python sequence of bools."""
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            aclDestroyBoolArray(self.ptr)
+            self.ptr = NULL
+
+
+cdef int _make_tensor(TensorArg arg, str name, int acl_dtype, int ndim, const int64_t* shape,
+                      const int64_t* strides, void* data, bint read_only) except -1:
+    if ndim > MAX_INPUT_DIMS:
+        raise _invalid(f"{name}: {ndim} dims; at most 8 are supported")
+    arg.ptr = aclCreateTensor(shape, ndim, <aclDataType>acl_dtype, strides, 0, ACL_FORMAT_ND,
+                              shape, ndim, data)
+    if arg.ptr == NULL:
+        raise_for_status(Status.ERR_PARAM_INVALID)
+    if read_only:
+        aclnnCpuSetTensorReadOnly(arg.ptr, True)
+    return 0
+
+
+cdef int _from_numpy(TensorArg arg, cnp.ndarray arr, str name, bint is_output) except -1:
+    cdef int ndim = cnp.PyArray_NDIM(arr)
+    cdef int64_t shape[MAX_INPUT_DIMS]
+    cdef int64_t strides[MAX_INPUT_DIMS]
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(arr)
+    cdef cnp.npy_intp* byte_strides = cnp.PyArray_STRIDES(arr)
+    cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(arr)
+    cdef int i
+    dtype = arr.dtype
+    if not dtype.isnative:
+        raise _invalid(f"{name}: byte order of dtype {dtype.str} is not native; convert with "
+                       f"arr.astype(arr.dtype.newbyteorder('='))")
+    acl_dtype = _NUMPY_TO_ACL.get(dtype, ACL_UNDEFINED)
+    if ndim > MAX_INPUT_DIMS:
+        raise _invalid(f"{name}: {ndim} dims; at most 8 are supported")
+    if itemsize > 0 and (<uintptr_t>cnp.PyArray_DATA(arr)) % itemsize != 0:
+        raise _invalid(f"{name}: data pointer is not aligned to its {itemsize}-byte elements")
+    for i in range(ndim):
+        shape[i] = dims[i]
+        if itemsize > 0 and byte_strides[i] % itemsize != 0:
+            raise _invalid(f"{name}: stride {byte_strides[i]} bytes of dim {i} is not a multiple "
+                           f"of the element size {itemsize}")
+        strides[i] = byte_strides[i] // itemsize if itemsize > 0 else 0
+    read_only = is_output and not cnp.PyArray_ISWRITEABLE(arr)
+    arg.obj = arr
+    return _make_tensor(arg, name, acl_dtype, ndim, shape, strides, cnp.PyArray_DATA(arr), read_only)
+
+
+cdef int _from_dlpack(TensorArg arg, object obj, str name) except -1:
+    cdef DLManagedTensor* managed
+    cdef DLTensor* t
+    cdef int64_t strides[MAX_INPUT_DIMS]
+    cdef int64_t expect = 1
+    cdef int i
+    if hasattr(obj, "__dlpack_device__"):
+        device = obj.__dlpack_device__()
+        if int(device[0]) != kDLCPU:
+            raise _invalid(f"{name}: DLPack device {tuple(device)} is not the CPU")
+    try:
+        capsule = obj.__dlpack__()
+    except (RuntimeError, TypeError, BufferError) as exc:
+        raise _invalid(f"{name}: cannot export through DLPack: {exc}") from None
+    if not PyCapsule_IsValid(capsule, "dltensor"):
+        raise _invalid(f"{name}: __dlpack__ returned no 'dltensor' capsule")
+    managed = <DLManagedTensor*>PyCapsule_GetPointer(capsule, "dltensor")
+    # From here on we own the tensor: rename the capsule and call the deleter when done.
+    PyCapsule_SetName(capsule, "used_dltensor")
+    arg.capsule = capsule
+    arg.obj = obj
+    t = &managed.dl_tensor
+    if t.device.device_type != kDLCPU:
+        raise _invalid(f"{name}: DLPack device type {t.device.device_type} is not the CPU")
+    if t.ndim > MAX_INPUT_DIMS:
+        raise _invalid(f"{name}: {t.ndim} dims; at most 8 are supported")
+    acl_dtype = _DLPACK_TO_ACL.get((t.dtype.code, t.dtype.bits), ACL_UNDEFINED)
+    if t.dtype.lanes != 1:
+        acl_dtype = ACL_UNDEFINED
+    if t.strides != NULL:
+        for i in range(t.ndim):
+            strides[i] = t.strides[i]
+    else:
+        for i in range(t.ndim - 1, -1, -1):
+            strides[i] = expect
+            expect *= t.shape[i]
+    data = <void*>(<char*>t.data + t.byte_offset)
+    if t.dtype.bits >= 8 and (<uintptr_t>data) % (t.dtype.bits // 8) != 0:
+        raise _invalid(f"{name}: data pointer is not aligned to its {t.dtype.bits // 8}-byte elements")
+    return _make_tensor(arg, name, acl_dtype, t.ndim, t.shape, strides, data, False)
+
+
+cdef TensorArg tensor_arg(object obj, str name, bint is_output):
+    """The aclTensor for ``obj`` (NULL for None). Outputs must be writable views."""
+    cdef TensorArg arg = TensorArg.__new__(TensorArg)
+    if obj is None:
+        return arg
+    if isinstance(obj, np.ndarray):
+        _from_numpy(arg, <cnp.ndarray>obj, name, is_output)
+    elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
+        _from_dlpack(arg, obj, name)
+    else:
+        try:
+            arr = np.asarray(obj)
+        except Exception as exc:
+            raise _invalid(f"{name}: {type(obj).__name__} is not an array: {exc}") from None
+        if is_output and arr.base is None and arr is not obj:
+            raise _invalid(f"{name}: {type(obj).__name__} cannot be written in place")
+        _from_numpy(arg, arr, name, is_output)
+        arg.obj = (obj, arr)
+    return arg
+
+
+cdef BoolArrayArg bool_array_arg(object values, str name):
+    """The aclBoolArray for a sequence of bools (NULL for None)."""
+    cdef BoolArrayArg arg = BoolArrayArg.__new__(BoolArrayArg)
+    cdef cbool flags[64]
+    cdef Py_ssize_t i, n
+    if values is None:
+        return arg
+    try:
+        items = [bool(v) for v in values]
+    except TypeError:
+        raise _invalid(f"{name}: expected a sequence of bools, got {type(values).__name__}") from None
+    n = len(items)
+    if n > 64:
+        raise _invalid(f"{name}: {n} entries is too many")
+    for i in range(n):
+        flags[i] = items[i]
+    arg.ptr = aclCreateBoolArray(flags, n)
+    if arg.ptr == NULL:
+        raise_for_status(Status.ERR_PARAM_INVALID)
+    return arg
+
+
+cdef int raise_for_status(aclnnStatus status) except -1:
+    """Raises the AclnnError subclass of ``status`` with the runtime's last message."""
+    cdef const char* msg
+    if status == 0:
+        return 0
+    msg = aclGetRecentErrMsg()
+    text = msg.decode("utf-8", "replace") if msg != NULL else ""
+    raise error_for(status, text or f"aclnn call failed with status {status}")
+
+
+cdef class Executor:
+    """What aclnnXxxGetWorkspaceSize returns: runs once (or many times once set_repeatable())."""
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            aclDestroyAclOpExecutor(self.ptr)
+            self.ptr = NULL
+
+    def set_repeatable(self):
+        """Keep the executor after a run (aclSetAclOpExecutorRepeatable)."""
+        if self.ptr == NULL:
+            raise _invalid(f"{self.op_name}: the executor was already run or destroyed")
+        raise_for_status(aclSetAclOpExecutorRepeatable(self.ptr))
+        self.repeatable = True
+        return self
+
+    def destroy(self):
+        """Release the executor now (aclDestroyAclOpExecutor); it cannot run afterwards."""
+        if self.ptr != NULL:
+            aclDestroyAclOpExecutor(self.ptr)
+            self.ptr = NULL
+        self.consumed = True
+        self.keep = ()
+
+    @property
+    def is_repeatable(self):
+        return bool(self.repeatable)
+
+    @property
+    def is_consumed(self):
+        return bool(self.consumed)
+
+    def __repr__(self):
+        state = "consumed" if self.consumed else ("repeatable" if self.repeatable else "ready")
+        return f"<aclnn_cpu.Executor {self.op_name} workspace={self.workspace_size} {state}>"
+
+
+cdef Executor new_executor(aclOpExecutor* ptr, uint64_t workspace_size, str op_name, RunFn run_fn,
+                           tuple keep):
+    cdef Executor ex = Executor.__new__(Executor)
+    ex.ptr = ptr
+    ex.workspace_size = workspace_size
+    ex.op_name = op_name
+    ex.run_fn = run_fn
+    ex.keep = keep
+    ex.consumed = False
+    ex.repeatable = False
+    return ex
+
+
+cdef object _run(Executor executor, void* workspace, uint64_t workspace_size, void* stream):
+    cdef aclnnStatus status
+    cdef RunFn fn = executor.run_fn
+    cdef aclOpExecutor* ptr = executor.ptr
+    with nogil:
+        status = fn(workspace, workspace_size, ptr, <aclrtStream>stream)
+    if not executor.repeatable:
+        # The runtime destroyed the executor once it ran (as CANN does).
+        executor.ptr = NULL
+        executor.consumed = True
+        executor.keep = ()
+    raise_for_status(status)
+    return None
+
+
+cdef int _check_runnable(Executor executor, str op_name) except -1:
+    if executor.ptr == NULL:
+        raise _invalid(f"{op_name}: the executor was already run (it is not repeatable) or destroyed")
+    if executor.op_name != op_name:
+        raise _invalid(f"{op_name}: the executor was planned by {executor.op_name}")
+    return 0
+
+
+cdef object run_two_phase(object workspace, uint64_t workspace_size, Executor executor,
+                          object stream, str op_name):
+    """Phase 2 with a caller-provided workspace (any writable buffer, or None when size is 0)."""
+    cdef Py_buffer view
+    cdef void* stream_ptr = NULL
+    if executor is None:
+        raise ParamNullptrError(Status.ERR_PARAM_NULLPTR, f"{op_name}: executor is None")
+    _check_runnable(executor, op_name)
+    if stream is not None:
+        stream_ptr = <void*><uintptr_t>int(stream)
+    if workspace is None:
+        if workspace_size > 0:
+            raise ParamNullptrError(Status.ERR_PARAM_NULLPTR,
+                                    f"{op_name}: workspace is None but workspaceSize is {workspace_size}")
+        if executor.workspace_size > 0:
+            raise _invalid(f"{op_name}: workspaceSize 0 is smaller than the {executor.workspace_size} "
+                           f"bytes the executor needs")
+        return _run(executor, NULL, 0, stream_ptr)
+    PyObject_GetBuffer(workspace, &view, PyBUF_WRITABLE)
+    try:
+        if <uint64_t>view.len < workspace_size:
+            raise _invalid(f"{op_name}: workspace holds {view.len} bytes, less than workspaceSize "
+                           f"{workspace_size}")
+        if workspace_size < executor.workspace_size:
+            raise _invalid(f"{op_name}: workspaceSize {workspace_size} is smaller than the "
+                           f"{executor.workspace_size} bytes the executor needs")
+        if executor.workspace_size > 0 and (<uintptr_t>view.buf) % 16 != 0:
+            raise _invalid(f"{op_name}: workspace must be 16-byte aligned")
+        return _run(executor, view.buf, workspace_size, stream_ptr)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef object run_functional(Executor executor):
+    """Phase 2 with a workspace allocated here (64-byte aligned)."""
+    cdef uint64_t size = executor.workspace_size
+    cdef void* ptr = NULL
+    cdef cnp.ndarray buf
+    if size > 0:
+        buf = np.empty(size + 64, dtype=np.uint8)
+        ptr = <void*>(<char*>cnp.PyArray_DATA(buf) + (64 - (<uintptr_t>cnp.PyArray_DATA(buf)) % 64) % 64)
+    return _run(executor, ptr, size, NULL)
+
+
+# ---- Python-level helpers used by the generated functional API ----
+
+def as_input(x):
+    """Arrays, tensors and None pass through; nested lists and scalars become NumPy arrays."""
+    if x is None or isinstance(x, np.ndarray) or hasattr(x, "__dlpack__") \
+            or hasattr(x, "__array_interface__"):
+        return x
+    return np.asarray(x)
+
+
+def shape_of(x):
+    """The shape of any array-like as a tuple of ints."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.asarray(x).shape
+    return tuple(int(s) for s in shape)
+
+
+def dtype_of(x):
+    """The NumPy dtype matching ``x``'s element type (ml_dtypes.bfloat16 for bfloat16)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        mapped = _TORCH_TO_NUMPY.get(str(dt))
+        if mapped is not None:
+            return mapped
+        try:
+            return np.dtype(dt)
+        except TypeError:
+            pass
+    return np.asarray(x).dtype
+
+
+def new_output(shape, dtype):
+    """A fresh output array (bfloat16 accepted by name)."""
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        dtype = _BFLOAT16
+    elif not isinstance(dtype, np.dtype):
+        mapped = _TORCH_TO_NUMPY.get(str(dtype))
+        dtype = mapped if mapped is not None else np.dtype(dtype)
+    return np.empty(shape, dtype=dtype)
+
+
+def unpack_out(out, n, name):
+    """``out=`` of an n-output op: None, or a tuple/list of n arrays-or-None."""
+    if out is None:
+        return (None,) * n
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        raise _invalid(f"{name}: expected a tuple of {n} arrays (None where not wanted)")
+    return tuple(out)

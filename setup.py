@@ -1,0 +1,193 @@
+"""Build of aclnn-cpu.
+
+1. Runs the registry generator (registry/*.yaml -> C entry points, headers, Cython stubs, docs).
+2. Builds the C++ core `aclnn_cpu/lib/libaclnn_cpu.so`: runtime + generated entry points, and
+   every ops/*.cpp once per ISA level (baseline, AVX2+FMA+F16C, AVX-512) for run-time dispatch.
+3. Builds the Python extensions that link to it: the Cython glue and per-op stubs, and the
+   pybind11 configuration module.
+
+Environment: ACLNN_CPU_SANITIZE=1 builds everything with ASan+UBSan; ACLNN_CPU_DEBUG=1 builds -O0 -g;
+CXX overrides the compiler.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+LIB_NAME = "aclnn_cpu"
+IS_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
+
+# (level, macro value, extra flags) — the levels of include/aclnn_cpu/isa.h
+ISA_LEVELS = [("baseline", 0, [])]
+if IS_X86_64:
+    ISA_LEVELS += [
+        ("avx2", 1, ["-mavx2", "-mfma", "-mf16c"]),
+        ("avx512", 2, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"]),
+    ]
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+SANITIZE = env_flag("ACLNN_CPU_SANITIZE")
+DEBUG = env_flag("ACLNN_CPU_DEBUG")
+SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
+OPT_FLAGS = ["-O0", "-g"] if DEBUG else (["-O1", "-g"] if SANITIZE else ["-O3"])
+
+
+def cxx_command() -> list[str]:
+    cxx = os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++"
+    return shlex.split(cxx)
+
+
+def compiler_accepts(flags: list[str], code: str = "int main() { return 0; }\n") -> bool:
+    """Probe: does the compiler build a tiny program with these flags?"""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "probe.cpp"
+        src.write_text(code)
+        cmd = cxx_command() + flags + [str(src), "-o", str(Path(tmp) / "probe")]
+        return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def openmp_flags() -> list[str]:
+    code = "#include <omp.h>\nint main() { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
+    if compiler_accepts(["-fopenmp"], code):
+        return ["-fopenmp"]
+    print("aclnn-cpu: the compiler has no OpenMP; building single-threaded", file=sys.stderr)
+    return []
+
+
+def run_generator() -> None:
+    from registry.aclnn_gen import generate
+
+    generate(ROOT)
+
+
+class CoreLibrary:
+    """Compiles and links libaclnn_cpu.so with plain compiler calls (object files per ISA level)."""
+
+    def __init__(self, build_temp: Path, out_dir: Path, openmp: list[str]):
+        self.build_temp = build_temp
+        self.out_dir = out_dir
+        self.openmp = openmp
+        self.levels = [lvl for lvl in ISA_LEVELS if lvl[1] == 0 or compiler_accepts(lvl[2])]
+        self.defines = []
+        for name, value, _ in self.levels:
+            if value == 1:
+                self.defines.append("-DACLNN_HAVE_AVX2")
+            if value == 2:
+                self.defines.append("-DACLNN_HAVE_AVX512")
+        self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}"]
+                       + OPT_FLAGS + openmp + self.defines + (SANITIZE_FLAGS if SANITIZE else []))
+        headers = list((ROOT / "include").rglob("*.h"))
+        self.newest_header = max((h.stat().st_mtime for h in headers), default=0.0)
+
+    def jobs(self) -> list[tuple[Path, Path, list[str]]]:
+        jobs = []
+        for src in sorted((ROOT / "runtime").glob("*.cpp")) + sorted((ROOT / "runtime" / "generated").glob("*.cpp")):
+            rel = src.relative_to(ROOT).with_suffix(".o")
+            jobs.append((src, self.build_temp / "core" / rel, []))
+        for src in sorted((ROOT / "ops").glob("*.cpp")):
+            for name, value, flags in self.levels:
+                obj = self.build_temp / "core" / "ops" / name / (src.stem + ".o")
+                jobs.append((src, obj, flags + [f"-DACLNN_ISA_LEVEL={value}"]))
+        return jobs
+
+    def compile_one(self, job: tuple[Path, Path, list[str]]) -> Path:
+        src, obj, flags = job
+        stamp = obj.with_suffix(".flags")
+        cmd = cxx_command() + self.common + flags + ["-c", str(src), "-o", str(obj)]
+        if (obj.exists() and stamp.exists() and stamp.read_text() == " ".join(cmd)
+                and obj.stat().st_mtime >= max(src.stat().st_mtime, self.newest_header)):
+            return obj
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        print(" ".join(cmd))
+        subprocess.run(cmd, check=True)
+        stamp.write_text(" ".join(cmd))
+        return obj
+
+    def build(self) -> Path:
+        jobs = self.jobs()
+        workers = max(1, os.cpu_count() or 1)
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            objects = list(pool.map(self.compile_one, jobs))
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        target = self.out_dir / f"lib{LIB_NAME}.so"
+        cmd = (cxx_command() + ["-shared", "-o", str(target)] + [str(o) for o in objects]
+               + self.openmp + (SANITIZE_FLAGS if SANITIZE else [])
+               + [f"-Wl,-soname,lib{LIB_NAME}.so"])
+        print(" ".join(cmd))
+        subprocess.run(cmd, check=True)
+        return target
+
+
+class BuildExt(build_ext):
+    """Generates, builds the core library, then the Python extensions linked against it."""
+
+    def run(self):
+        run_generator()
+        openmp = openmp_flags()
+        package_dir = Path(self.build_lib) / "aclnn_cpu"
+        lib_dirs = [package_dir / "lib"]
+        if self.inplace:
+            lib_dirs.append(ROOT / "aclnn_cpu" / "lib")
+        core = CoreLibrary(Path(self.build_temp), lib_dirs[0], openmp)
+        target = core.build()
+        for extra in lib_dirs[1:]:
+            extra.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(target, extra / target.name)
+        # Headers ship inside the package for C users (aclnn_cpu.get_include()).
+        for dest_root in {package_dir, ROOT / "aclnn_cpu"} if self.inplace else {package_dir}:
+            for sub in ("acl", "aclnn", "aclnnop"):
+                dest = dest_root / "include" / sub
+                if dest.exists():
+                    shutil.rmtree(dest)
+                shutil.copytree(ROOT / "include" / sub, dest)
+        for ext in self.extensions:
+            ext.library_dirs.append(str(lib_dirs[0]))
+            ext.extra_compile_args += openmp + (SANITIZE_FLAGS if SANITIZE else [])
+            ext.extra_link_args += (SANITIZE_FLAGS if SANITIZE else [])
+        super().run()
+
+
+def extensions() -> list[Extension]:
+    import numpy
+    import pybind11
+    from Cython.Build import cythonize
+
+    common = dict(
+        language="c++",
+        include_dirs=[str(ROOT / "include"), numpy.get_include()],
+        libraries=[LIB_NAME],
+        extra_compile_args=["-std=c++17"] + OPT_FLAGS,
+        extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+    cython_exts = [
+        Extension("aclnn_cpu._glue", ["aclnn_cpu/_glue.pyx"], **common),
+        Extension("aclnn_cpu._ops", ["aclnn_cpu/_ops.pyx"], **common),
+    ]
+    cythonized = cythonize(cython_exts, compiler_directives={"language_level": "3"},
+                           include_path=[str(ROOT)], quiet=True)
+    config = Extension("aclnn_cpu._config", ["aclnn_cpu/_config.cpp"],
+                       **{**common, "include_dirs": common["include_dirs"] + [pybind11.get_include()]})
+    return cythonized + [config]
+
+
+run_generator()  # the generated .pyx must exist before cythonize() reads it
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExt})
