@@ -1,0 +1,64 @@
+"""Shared fixtures: the PyTorch oracle, ISA levels, thread counts, dtypes."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/support.py
+
+import aclnn_cpu  # noqa: E402
+from aclnn_cpu import _config  # noqa: E402
+
+REQUIRE_TORCH = os.environ.get("ACLNN_CPU_REQUIRE_TORCH", "") not in ("", "0")
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """PyTorch, the test oracle. Skips without it, unless ACLNN_CPU_REQUIRE_TORCH=1 (then fails)."""
+    try:
+        import torch as _torch
+    except ImportError:
+        if REQUIRE_TORCH:
+            pytest.fail("ACLNN_CPU_REQUIRE_TORCH=1 but torch is not installed")
+        pytest.skip("torch not installed (oracle test)")
+    return _torch
+
+
+@pytest.fixture(params=list(_config.available_isas()))
+def isa(request):
+    """Runs the test once per ISA level this machine has, restoring the best one afterwards."""
+    previous = _config.get_isa()
+    _config.set_isa(request.param)
+    yield request.param
+    _config.set_isa(previous)
+
+
+@pytest.fixture
+def threads():
+    """A setter for the thread count that restores the previous count afterwards."""
+    previous = aclnn_cpu.get_num_threads()
+    yield aclnn_cpu.set_num_threads
+    aclnn_cpu.set_num_threads(previous)
+
+
+@pytest.fixture
+def product():
+    """A setter for the product line that restores the default afterwards."""
+    previous = aclnn_cpu.get_product()
+    yield aclnn_cpu.set_product
+    aclnn_cpu.set_product(previous)
+
+
+FLOAT_DTYPES = ["float32", "float16", "bfloat16"]
+
+
+@pytest.fixture(params=FLOAT_DTYPES)
+def dtype(request):
+    """Each storage dtype of the library, as a NumPy dtype."""
+    from support import np_dtype
+
+    return np_dtype(request.param)
