@@ -1,0 +1,351 @@
+// Fixed-width fp32 SIMD vectors and fp16/bf16 conversions for kernels. Compiled once per ISA
+// level (ACLNN_ISA_LEVEL, see isa.h), everything lives in aclnn_cpu::ACLNN_ISA_NS::simd so the
+// copies built with different -m flags never share a symbol.
+//
+//   level 2 (avx512): kWidth 16, fp16 via vcvtph2ps/vcvtps2ph, masked tail loads/stores
+//   level 1 (avx2):   kWidth 8,  fp16 via F16C
+//   level 0:          kWidth 4,  SSE2 (the x86-64 baseline) or portable code elsewhere;
+//                     fp16 through integer bit manipulation
+//
+// Numerics, identical on every level for the same lane contents:
+//   * fma(a, b, c) is a*b + c with two roundings, never fused: the baseline has no FMA unit, and
+//     one definition everywhere keeps per-lane results independent of the level. (The build uses
+//     ISO C++ mode, where GCC does not contract a*b+c on its own.)
+//   * bf16 -> fp32 is a 16-bit shift; fp32 -> bf16 rounds to nearest even on the integer bits,
+//     NaN -> 0x7FC0 | sign, exactly like ml_dtypes. AVX512-BF16's vcvtneps2bf16 is deliberately
+//     not used: it flushes denormal inputs to zero, which ml_dtypes (and half.h) do not.
+//   * fp16 conversions follow half.h bit for bit (hardware F16C rounding is RNE, subnormals
+//     exact, NaN quieted).
+//   * reduce_add sums lanes in a fixed pairwise tree, so a reduction's result depends only on
+//     which values sit in which lane, never on threads.
+// Results are *not* promised identical across levels (different kWidth, different lane order).
+//
+// Usage: VecF v = load(p); store(q, v); tails with load_partial(p, n) / store_partial(q, v, n),
+// n in [0, kWidth): lanes >= n read as zero and memory past element n is never touched.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "aclnn_cpu/half.h"
+#include "aclnn_cpu/isa.h"
+
+#ifndef ACLNN_ISA_LEVEL
+#error "simd.h is for kernel translation units compiled with -DACLNN_ISA_LEVEL=<n>"
+#endif
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+// GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized (their _mm512_undefined_*
+// helpers); the warning points into the header, so silencing it around the include is enough.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#define ACLNN_SIMD_X86 1
+#else
+#define ACLNN_SIMD_X86 0
+#endif
+
+#if ACLNN_ISA_LEVEL >= 1 && !(ACLNN_SIMD_X86 && defined(__AVX2__) && defined(__F16C__))
+#error "ACLNN_ISA_LEVEL 1 needs -mavx2 -mfma -mf16c"
+#endif
+#if ACLNN_ISA_LEVEL >= 2 && !(defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__))
+#error "ACLNN_ISA_LEVEL 2 needs -mavx512f -mavx512bw -mavx512vl"
+#endif
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace simd {
+
+using aclnn_cpu::bfloat16_t;
+using aclnn_cpu::half_t;
+using aclnn_cpu::from_float;  // scalar paths: from_float<T>(float), to_float(T)
+using aclnn_cpu::to_float;
+
+#if ACLNN_ISA_LEVEL == 2
+constexpr int kWidth = 16;
+#elif ACLNN_ISA_LEVEL == 1
+constexpr int kWidth = 8;
+#else
+constexpr int kWidth = 4;
+#endif
+
+typedef float VecF __attribute__((vector_size(kWidth * 4)));
+typedef int32_t VecI __attribute__((vector_size(kWidth * 4)));   // also the compare-mask type
+typedef uint32_t VecU __attribute__((vector_size(kWidth * 4)));  // bit manipulation
+typedef VecI Mask;  // lanes all-ones (true) or zero (false)
+
+// ---------------------------------------------------------------------------------------------
+// Arithmetic
+
+inline VecF set1(float x) { return VecF{} + x; }
+inline VecF zero() { return VecF{}; }
+inline VecI set1_int(int32_t x) { return VecI{} + x; }
+
+inline VecF fma(VecF a, VecF b, VecF c) { return a * b + c; }  // unfused, see the header note
+
+// max/min with x86 maxps/minps semantics: max(a, b) = a > b ? a : b, so when either is NaN the
+// result is b. std::max(x, lo) therefore equals max(lo, x).
+inline VecF max(VecF a, VecF b) { return a > b ? a : b; }
+inline VecF min(VecF a, VecF b) { return a < b ? a : b; }
+
+inline Mask cmp_gt(VecF a, VecF b) { return a > b; }
+inline Mask cmp_ge(VecF a, VecF b) { return a >= b; }
+inline Mask cmp_lt(VecF a, VecF b) { return a < b; }
+inline Mask cmp_le(VecF a, VecF b) { return a <= b; }
+inline Mask cmp_eq(VecF a, VecF b) { return a == b; }
+inline Mask cmp_ne(VecF a, VecF b) { return a != b; }  // true for NaN lanes
+inline VecF select(Mask m, VecF if_true, VecF if_false) { return m ? if_true : if_false; }
+inline VecI select(Mask m, VecI if_true, VecI if_false) { return m ? if_true : if_false; }
+
+inline VecF abs(VecF a) { return (VecF)((VecU)a & 0x7fffffffu); }
+
+inline VecF bitcast_float(VecI v) { return (VecF)v; }
+inline VecI bitcast_int(VecF v) { return (VecI)v; }
+inline VecF int_to_float(VecI v) { return __builtin_convertvector(v, VecF); }
+// Truncates toward zero; lanes out of int32 range (or NaN) give INT32_MIN on x86.
+inline VecI trunc_to_int(VecF v) { return __builtin_convertvector(v, VecI); }
+
+// Sum of the lanes in a fixed pairwise order: lane i += lane i + w for w = kWidth/2, ..., 1.
+inline float reduce_add(VecF v) {
+  float lane[kWidth];
+  std::memcpy(lane, &v, sizeof v);
+  for (int w = kWidth / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) lane[i] += lane[i + w];
+  return lane[0];
+}
+
+inline VecF floor(VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  return (VecF)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+#elif ACLNN_ISA_LEVEL == 1
+  return (VecF)_mm256_round_ps((__m256)v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+#else
+  // |v| >= 2^23 is integral already (and NaN passes through); otherwise truncate and step down.
+  const Mask small = abs(v) < set1(8388608.0f);
+  const VecF t = int_to_float(trunc_to_int(select(small, v, zero())));
+  const VecF f = select(t > v, t - set1(1.0f), t);
+  // Keep the sign of zero like floorf: floor(-0.0) = -0.0, floor(-0.5) = -1.
+  return select(small, (VecF)((VecU)f | ((VecU)v & 0x80000000u)), v);
+#endif
+}
+
+// Round to nearest integer, ties to even (nearbyint in the default rounding mode).
+inline VecF round_even(VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  return (VecF)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif ACLNN_ISA_LEVEL == 1
+  return (VecF)_mm256_round_ps((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+  // Adding and subtracting 2^23 makes the FPU round at the units place (ties to even).
+  const VecF magnitude = abs(v);
+  const Mask small = magnitude < set1(8388608.0f);
+  const VecF rounded = (magnitude + set1(8388608.0f)) - set1(8388608.0f);
+  return select(small, (VecF)((VecU)rounded | ((VecU)v & 0x80000000u)), v);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// fp16 <-> fp32 on integer lanes (used where there is no F16C). Lanes hold the 16-bit pattern
+// zero-extended to 32 bits. Same algorithm as half.h.
+
+inline VecF half_bits_to_float(VecI h) {
+  const VecI sign = (VecI)((VecU)(h & 0x8000) << 16);
+  const VecI magnitude = h & 0x7fff;
+  const VecI payload = (magnitude & 0x3ff) << 13;
+  const VecI special = 0x7f800000 | payload | select(payload != 0, set1_int(0x00400000), VecI{});
+  const VecI normal = (magnitude << 13) + ((127 - 15) << 23);
+  const VecI subnormal = (VecI)(int_to_float(magnitude) * set1(5.9604644775390625e-8f));
+  const VecI out = select(magnitude >= 0x7c00, special, select(magnitude >= 0x0400, normal, subnormal));
+  return (VecF)(sign | out);
+}
+
+inline VecI float_to_half_bits(VecF v) {
+  const VecI u = (VecI)v;
+  const VecI sign = (u >> 16) & 0x8000;
+  const VecI magnitude = u & 0x7fffffff;  // non-negative, so signed compares are fine
+  const VecI nan = 0x7e00 | ((magnitude >> 13) & 0x3ff);
+  const VecI subnormal = (VecI)((VecF)magnitude + set1(0.5f)) - 0x3f000000;
+  const VecI normal = (magnitude - ((127 - 15) << 23) + 0xfff + ((magnitude >> 13) & 1)) >> 13;
+  VecI out = select(magnitude < 0x38800000, subnormal, normal);
+  out = select(magnitude >= 0x477ff000, set1_int(0x7c00), out);
+  out = select(magnitude > 0x7f800000, nan, out);
+  return sign | out;
+}
+
+// fp32 -> bf16 bits (zero-extended in 32-bit lanes): round to nearest even on the integer
+// bits; NaN -> quiet 0x7FC0 with the sign kept (ml_dtypes' result).
+inline VecI float_to_bf16_bits(VecF v) {
+  const VecU u = (VecU)v;
+  const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const VecI is_nan = (VecI)(u & 0x7fffffffu) > 0x7f800000;
+  const VecI nan = (VecI)(((u >> 16) & 0x8000u) | 0x7fc0u);
+  return select(is_nan, nan, (VecI)rounded);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 16-bit lane packing: kWidth uint16 values <-> 32-bit lanes (zero-extended).
+
+inline VecI load_u16(const uint16_t* p) {
+#if ACLNN_ISA_LEVEL == 2
+  return (VecI)_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif ACLNN_ISA_LEVEL == 1
+  return (VecI)_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#elif ACLNN_SIMD_X86
+  return (VecI)_mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                                  _mm_setzero_si128());
+#else
+  VecI out;
+  for (int i = 0; i < kWidth; ++i) out[i] = p[i];
+  return out;
+#endif
+}
+
+// Stores the low 16 bits of each lane (lanes must hold values in [0, 0xFFFF]).
+inline void store_u16(uint16_t* p, VecI v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)v));
+#elif ACLNN_ISA_LEVEL == 1
+  // packus works per 128-bit half: [v0..3 v0..3 | v4..7 v4..7]; gather qwords 0 and 2.
+  const __m256i packed = _mm256_packus_epi32((__m256i)v, (__m256i)v);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+#elif ACLNN_SIMD_X86
+  // SSE2 only has a signed saturating pack: sign-extend the low 16 bits first so every value
+  // is in int16 range and its bit pattern survives.
+  const __m128i extended = _mm_srai_epi32(_mm_slli_epi32((__m128i)v, 16), 16);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), _mm_packs_epi32(extended, extended));
+#else
+  for (int i = 0; i < kWidth; ++i) p[i] = uint16_t(v[i]);
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loads and stores. Call as load(p) / store(p, v); the explicit form load<T>(p) works too.
+
+template <class T>
+VecF load(const T* p);
+template <class T>
+void store(T* p, VecF v);
+
+template <>
+inline VecF load<float>(const float* p) {
+  VecF v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <>
+inline void store<float>(float* p, VecF v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <>
+inline VecF load<bfloat16_t>(const bfloat16_t* p) {
+  return (VecF)(load_u16(reinterpret_cast<const uint16_t*>(p)) << 16);
+}
+template <>
+inline void store<bfloat16_t>(bfloat16_t* p, VecF v) {
+  store_u16(reinterpret_cast<uint16_t*>(p), float_to_bf16_bits(v));
+}
+
+template <>
+inline VecF load<half_t>(const half_t* p) {
+#if ACLNN_ISA_LEVEL == 2
+  return (VecF)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif ACLNN_ISA_LEVEL == 1
+  return (VecF)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+  return half_bits_to_float(load_u16(reinterpret_cast<const uint16_t*>(p)));
+#endif
+}
+template <>
+inline void store<half_t>(half_t* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif ACLNN_ISA_LEVEL == 1
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#else
+  store_u16(reinterpret_cast<uint16_t*>(p), float_to_half_bits(v));
+#endif
+}
+
+// float64 (softmax's out may be float64): values are rounded to / widened from fp32.
+template <>
+inline VecF load<double>(const double* p) {
+  VecF v;
+  for (int i = 0; i < kWidth; ++i) v[i] = float(p[i]);
+  return v;
+}
+template <>
+inline void store<double>(double* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm512_storeu_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)));
+  _mm512_storeu_pd(p + 8, _mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)v, 1)));
+#elif ACLNN_ISA_LEVEL == 1
+  _mm256_storeu_pd(p, _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)));
+  _mm256_storeu_pd(p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1)));
+#else
+  for (int i = 0; i < kWidth; ++i) p[i] = double(v[i]);
+#endif
+}
+
+// Tails: n in [0, kWidth).
+template <class T>
+inline VecF load_partial(const T* p, int64_t n) {
+#if ACLNN_ISA_LEVEL == 2
+  const __mmask16 mask = __mmask16((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    return (VecF)_mm512_maskz_loadu_ps(mask, p);
+  } else if constexpr (sizeof(T) == 2) {
+    const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);
+    T buffer[kWidth];
+    std::memcpy(buffer, &raw, sizeof buffer);
+    return load(static_cast<const T*>(buffer));
+  }
+#endif
+  T buffer[kWidth] = {};
+  std::memcpy(buffer, p, size_t(n) * sizeof(T));
+  return load(static_cast<const T*>(buffer));
+}
+
+template <class T>
+inline void store_partial(T* p, VecF v, int64_t n) {
+#if ACLNN_ISA_LEVEL == 2
+  const __mmask16 mask = __mmask16((1u << n) - 1u);
+  if constexpr (sizeof(T) == 4) {
+    _mm512_mask_storeu_ps(p, mask, (__m512)v);
+    return;
+  } else if constexpr (sizeof(T) == 2) {
+    T buffer[kWidth];
+    store(buffer, v);
+    __m256i raw;
+    std::memcpy(&raw, buffer, sizeof raw);
+    _mm256_mask_storeu_epi16(p, mask, raw);
+    return;
+  }
+#endif
+  T buffer[kWidth];
+  store(buffer, v);
+  std::memcpy(p, buffer, size_t(n) * sizeof(T));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk conversions of contiguous arrays.
+
+template <class T>
+inline void convert_to_float(const T* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store(dst + i, load(src + i));
+  if (i < n) store_partial(dst + i, load_partial(src + i, n - i), n - i);
+}
+
+template <class T>
+inline void convert_from_float(const float* src, T* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store(dst + i, load(src + i));
+  if (i < n) store_partial(dst + i, load_partial(src + i, n - i), n - i);
+}
+
+}  // namespace simd
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
