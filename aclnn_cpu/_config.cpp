@@ -1,0 +1,106 @@
+// aclnn_cpu._config: the runtime's configuration surface (threads, product line, ISA level,
+// build facts) bound whole with pybind11. State lives in libaclnn_cpu.so, so the C API, the
+// Cython stubs and this module all see the same settings.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/product.h"
+#include "aclnn_cpu/version.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using aclnn_cpu::Isa;
+using aclnn_cpu::Product;
+
+constexpr Isa kAllIsas[] = {Isa::Baseline, Isa::Avx2, Isa::Avx512};
+constexpr Product kAllProducts[] = {Product::AtlasA2, Product::AtlasTraining,
+                                    Product::AtlasInference};
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += "'" + n + "'";
+  }
+  return out;
+}
+
+std::vector<std::string> product_names() {
+  std::vector<std::string> names;
+  for (Product p : kAllProducts) names.emplace_back(aclnn_cpu::product_name(p));
+  return names;
+}
+
+// Levels this CPU and build can run, lowest first.
+std::vector<std::string> available_isas() {
+  std::vector<std::string> names;
+  for (Isa level : kAllIsas)
+    if (static_cast<int>(level) <= static_cast<int>(aclnn_cpu::best_supported_isa()))
+      names.emplace_back(aclnn_cpu::isa_name(level));
+  return names;
+}
+
+void set_num_threads(int n) {
+  if (n < 1) throw py::value_error("set_num_threads: n must be >= 1, got " + std::to_string(n));
+  aclnn_cpu::set_num_threads(n);
+}
+
+void set_product(const std::string& name) {
+  if (!aclnn_cpu::set_product(name.c_str()))
+    throw py::value_error("unknown product '" + name + "'; valid: " +
+                          quoted_list(product_names()));
+}
+
+void set_isa(const std::string& name) {
+  for (Isa level : kAllIsas) {
+    if (name == aclnn_cpu::isa_name(level)) {
+      if (!aclnn_cpu::set_active_isa(level))
+        throw py::value_error("ISA level '" + name + "' is not available on this CPU/build; "
+                              "available: " + quoted_list(available_isas()));
+      return;
+    }
+  }
+  throw py::value_error("unknown ISA level '" + name + "'; valid: 'baseline', 'avx2', 'avx512'");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_config, m) {
+  m.doc() = "Runtime configuration of aclnn_cpu: threads, product line, ISA level, build facts.";
+
+  m.def("set_num_threads", &set_num_threads, py::arg("n"),
+        "Threads the kernels use (>= 1); results are bitwise identical for any count.");
+  m.def("get_num_threads", &aclnn_cpu::num_threads,
+        "Threads the kernels use (default: OpenMP's, which honours OMP_NUM_THREADS).");
+
+  m.def("set_product", &set_product, py::arg("name"),
+        "Product line whose dtype rules apply: 'atlas_a2' (default), 'atlas_training' or "
+        "'atlas_inference'.");
+  m.def("get_product", [] { return std::string(aclnn_cpu::product_name(aclnn_cpu::current_product())); },
+        "The emulated product line.");
+  m.def("products", &product_names, "Every product line name.");
+  m.def("soc_name", [] { return std::string(aclnn_cpu::soc_name(aclnn_cpu::current_product())); },
+        "What aclrtGetSocName() reports for the current product line.");
+
+  m.def("set_isa", &set_isa, py::arg("name"),
+        "Kernel ISA level for executors planned from now on: 'baseline', 'avx2' or 'avx512' "
+        "(ValueError when this CPU/build lacks it).");
+  m.def("get_isa", [] { return std::string(aclnn_cpu::isa_name(aclnn_cpu::active_isa())); },
+        "The ISA level new executors use.");
+  m.def("best_isa", [] { return std::string(aclnn_cpu::isa_name(aclnn_cpu::best_supported_isa())); },
+        "The best level this CPU and this build support.");
+  m.def("available_isas", &available_isas, "Levels this CPU and build can run, lowest first.");
+
+  m.def("version", [] { return std::string(aclnn_cpu::version()); }, "Library version.");
+  m.def("openmp", &aclnn_cpu::built_with_openmp, "Whether the library was built with OpenMP.");
+  m.def("compiler", [] { return std::string(aclnn_cpu::compiler()); },
+        "The compiler that built the library.");
+}

@@ -1,0 +1,37 @@
+// The C++ layout behind the public opaque handles aclTensor and aclBoolArray (aclnn/aclnn_base.h),
+// and the accessors validators and entry points use. Only the runtime creates these objects.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "aclnn/aclnn_base.h"
+#include "aclnn_cpu/tensor_view.h"
+
+struct aclTensor {
+  std::vector<int64_t> view_dims;     // the logical shape
+  std::vector<int64_t> strides;       // in elements, one per view dim (filled in when null)
+  std::vector<int64_t> storage_dims;  // as given; informational
+  int64_t offset = 0;                 // in elements, from data to element [0, ..., 0]
+  aclnn_cpu::DType dtype = aclnn_cpu::DType::Undefined;  // any aclDataType value, unchecked
+  int32_t format = ACL_FORMAT_ND;     // aclFormat value
+  void* data = nullptr;               // null only when the tensor has no elements
+  bool read_only = false;             // aclnnCpuSetTensorReadOnly: refuse as an output
+};
+
+struct aclBoolArray {
+  std::vector<bool> values;
+};
+
+namespace aclnn_cpu {
+
+// The kernel-facing view of a validated tensor: present = true, data = address of element
+// [0, ..., 0] (offset applied), shape and strides copied. Precondition: the tensor has at most
+// kMaxDims dims (validators check this first); a tensor with more, or a null tensor, gives an
+// absent view (present = false) rather than overrunning the view's arrays.
+TensorView make_view(const aclTensor* t);
+bool tensor_is_read_only(const aclTensor* t);  // false for null
+
+uint64_t bool_array_size(const aclBoolArray* a);          // 0 for null
+bool bool_array_at(const aclBoolArray* a, uint64_t i);    // false when out of range or null
+
+}  // namespace aclnn_cpu

@@ -1,0 +1,113 @@
+// Run-time ISA selection: the best level both this CPU and this build support, lowered by the
+// ACLNN_CPU_ISA environment variable or set_active_isa().
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+#include "aclnn_cpu/isa.h"
+
+namespace aclnn_cpu {
+namespace {
+
+bool cpu_has_avx2_level() {
+#if defined(__x86_64__) || defined(__i386__)
+  // gcc's builtin checks CPUID and, for AVX/AVX-512, that the OS saves the wider registers
+  // (XGETBV), so a kernel without AVX state support reports false here.
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512_level() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return cpu_has_avx2_level() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
+// The best level compiled into this library (kernels exist only for these).
+Isa best_built_isa() {
+#if defined(ACLNN_HAVE_AVX512)
+  return Isa::Avx512;
+#elif defined(ACLNN_HAVE_AVX2)
+  return Isa::Avx2;
+#else
+  return Isa::Baseline;
+#endif
+}
+
+Isa detect_best() {
+  Isa cpu = cpu_has_avx512_level() ? Isa::Avx512
+            : cpu_has_avx2_level() ? Isa::Avx2
+                                   : Isa::Baseline;
+  Isa built = best_built_isa();
+  return static_cast<int>(cpu) < static_cast<int>(built) ? cpu : built;
+}
+
+bool parse_isa(const char* text, Isa* out) {
+  for (Isa level : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    if (std::strcmp(text, isa_name(level)) == 0) {
+      *out = level;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The level at start-up: the best one, lowered by ACLNN_CPU_ISA. A level above the best is
+// clamped to the best (so scripts can ask for avx512 everywhere); an unknown value is ignored
+// with one warning.
+Isa initial_isa() {
+  Isa best = best_supported_isa();
+  const char* env = std::getenv("ACLNN_CPU_ISA");
+  if (env == nullptr || *env == '\0') return best;
+  Isa wanted;
+  if (!parse_isa(env, &wanted)) {
+    std::fprintf(stderr,
+                 "aclnn_cpu: ignoring ACLNN_CPU_ISA=%s (expected baseline, avx2 or avx512)\n", env);
+    return best;
+  }
+  return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+}
+
+std::atomic<int>& active_level() {
+  // Initialised once, on first use, from the CPU and the environment (thread-safe static).
+  static std::atomic<int> level{static_cast<int>(initial_isa())};
+  return level;
+}
+
+}  // namespace
+
+Isa best_supported_isa() {
+  static const Isa best = detect_best();
+  return best;
+}
+
+Isa active_isa() { return static_cast<Isa>(active_level().load(std::memory_order_relaxed)); }
+
+bool set_active_isa(Isa level) {
+  int wanted = static_cast<int>(level);
+  if (wanted < 0 || wanted > static_cast<int>(best_supported_isa())) return false;
+  active_level().store(wanted, std::memory_order_relaxed);
+  return true;
+}
+
+const char* isa_name(Isa level) {
+  switch (level) {
+    case Isa::Baseline: return "baseline";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace aclnn_cpu

@@ -1,0 +1,198 @@
+// aclTensor and aclBoolArray: creation with structural checks, destruction, the read-only flag,
+// and the views kernels see.
+#include <new>
+
+#include "aclnn/aclnn_base.h"
+#include "aclnn_cpu/status.h"
+#include "aclnn_cpu/tensor.h"
+
+namespace aclnn_cpu {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Float64: return "float64";
+    case DType::Int8: return "int8";
+    case DType::Int16: return "int16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::UInt8: return "uint8";
+    case DType::UInt16: return "uint16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
+    case DType::Bool: return "bool";
+    case DType::Complex64: return "complex64";
+    case DType::Complex128: return "complex128";
+    case DType::Undefined: return "undefined";
+  }
+  return "unknown";  // a value outside the enum (e.g. ACL_STRING): still printable
+}
+
+TensorView make_view(const aclTensor* t) {
+  TensorView view;
+  if (t == nullptr || t->view_dims.size() > static_cast<size_t>(kMaxDims)) return view;
+  view.dtype = t->dtype;
+  view.ndim = static_cast<int32_t>(t->view_dims.size());
+  for (int32_t i = 0; i < view.ndim; ++i) {
+    view.shape[i] = t->view_dims[i];
+    view.strides[i] = t->strides[i];
+  }
+  // Offset arithmetic in bytes on char*: the offset may be negative, and the data of an empty
+  // tensor may be null, in which case there is nothing to address.
+  if (t->data != nullptr) {
+    view.data = static_cast<char*>(t->data) +
+                t->offset * static_cast<int64_t>(dtype_size(t->dtype));
+  }
+  view.present = true;
+  return view;
+}
+
+bool tensor_is_read_only(const aclTensor* t) { return t != nullptr && t->read_only; }
+
+uint64_t bool_array_size(const aclBoolArray* a) { return a == nullptr ? 0 : a->values.size(); }
+
+bool bool_array_at(const aclBoolArray* a, uint64_t i) {
+  return a != nullptr && i < a->values.size() && a->values[i];
+}
+
+}  // namespace aclnn_cpu
+
+namespace {
+
+using aclnn_cpu::fail;
+using aclnn_cpu::kParamInvalid;
+using aclnn_cpu::kParamNullptr;
+
+// Checks dims for negatives and counts elements without overflowing; false (with the message
+// recorded) when the dims are unusable.
+bool count_elements(const int64_t* dims, uint64_t n, const char* what, int64_t* count) {
+  int64_t total = 1;
+  bool overflow = false, has_zero = false;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (dims[i] < 0) {
+      fail(kParamInvalid, "aclCreateTensor: %s[%llu] is %lld; dims must be >= 0", what,
+           static_cast<unsigned long long>(i), static_cast<long long>(dims[i]));
+      return false;
+    }
+    if (dims[i] == 0) has_zero = true;
+    if (!overflow && __builtin_mul_overflow(total, dims[i], &total)) overflow = true;
+  }
+  // A zero dim makes the count 0 whatever overflowed before it.
+  if (has_zero) {
+    *count = 0;
+    return true;
+  }
+  if (overflow) {
+    fail(kParamInvalid, "aclCreateTensor: the element count of %s overflows int64", what);
+    return false;
+  }
+  *count = total;
+  return true;
+}
+
+}  // namespace
+
+extern "C" {
+
+ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
+                                     aclDataType dataType, const int64_t* stride, int64_t offset,
+                                     aclFormat format, const int64_t* storageDims,
+                                     uint64_t storageDimsNum, void* tensorData) {
+  aclnn_cpu::clear_error();
+  if (viewDims == nullptr && viewDimsNum > 0) {
+    fail(kParamNullptr, "aclCreateTensor: viewDims is null but viewDimsNum is %llu",
+         static_cast<unsigned long long>(viewDimsNum));
+    return nullptr;
+  }
+  if (storageDims == nullptr && storageDimsNum > 0) {
+    fail(kParamNullptr, "aclCreateTensor: storageDims is null but storageDimsNum is %llu",
+         static_cast<unsigned long long>(storageDimsNum));
+    return nullptr;
+  }
+  // Absurd dim counts are refused before anything is allocated for them.
+  constexpr uint64_t kMaxCreateDims = 64;
+  if (viewDimsNum > kMaxCreateDims || storageDimsNum > kMaxCreateDims) {
+    fail(kParamInvalid, "aclCreateTensor: %llu view dims / %llu storage dims; at most %llu",
+         static_cast<unsigned long long>(viewDimsNum),
+         static_cast<unsigned long long>(storageDimsNum),
+         static_cast<unsigned long long>(kMaxCreateDims));
+    return nullptr;
+  }
+  int64_t numel = 0, storage_numel = 0;
+  if (!count_elements(viewDims, viewDimsNum, "viewDims", &numel)) return nullptr;
+  if (!count_elements(storageDims, storageDimsNum, "storageDims", &storage_numel)) return nullptr;
+  if (tensorData == nullptr && numel > 0) {
+    fail(kParamNullptr, "aclCreateTensor: tensorData is null but the tensor has %lld elements",
+         static_cast<long long>(numel));
+    return nullptr;
+  }
+  try {
+    auto* t = new aclTensor;
+    t->view_dims.assign(viewDims, viewDims + viewDimsNum);
+    if (stride != nullptr) {
+      t->strides.assign(stride, stride + viewDimsNum);
+    } else {
+      // Row-major contiguous; size-0/1 dims still get the product of the dims after them.
+      t->strides.assign(viewDimsNum, 1);
+      for (uint64_t i = viewDimsNum; i-- > 1;) {
+        int64_t d = viewDims[i] > 0 ? viewDims[i] : 1;
+        t->strides[i - 1] = t->strides[i] * d;
+      }
+    }
+    if (storageDimsNum > 0) t->storage_dims.assign(storageDims, storageDims + storageDimsNum);
+    t->offset = offset;
+    t->dtype = static_cast<aclnn_cpu::DType>(static_cast<int32_t>(dataType));
+    t->format = static_cast<int32_t>(format);
+    t->data = tensorData;
+    return t;
+  } catch (const std::bad_alloc&) {
+    fail(aclnn_cpu::kInner, "aclCreateTensor: out of memory");
+  } catch (...) {
+    fail(aclnn_cpu::kInner, "aclCreateTensor: unexpected internal error");
+  }
+  return nullptr;
+}
+
+ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
+  aclnn_cpu::clear_error();
+  delete tensor;
+  return ACLNN_SUCCESS;
+}
+
+ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
+  aclnn_cpu::clear_error();
+  if (value == nullptr && size > 0) {
+    fail(kParamNullptr, "aclCreateBoolArray: value is null but size is %llu",
+         static_cast<unsigned long long>(size));
+    return nullptr;
+  }
+  try {
+    auto* a = new aclBoolArray;
+    a->values.assign(value, value + size);
+    return a;
+  } catch (const std::bad_alloc&) {
+    fail(aclnn_cpu::kInner, "aclCreateBoolArray: out of memory for %llu flags",
+         static_cast<unsigned long long>(size));
+  } catch (...) {
+    fail(aclnn_cpu::kInner, "aclCreateBoolArray: unexpected internal error");
+  }
+  return nullptr;
+}
+
+ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
+  aclnn_cpu::clear_error();
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+ACLNN_API aclnnStatus aclnnCpuSetTensorReadOnly(aclTensor* tensor, bool readOnly) {
+  aclnn_cpu::clear_error();
+  if (tensor == nullptr)
+    return fail(kParamNullptr, "aclnnCpuSetTensorReadOnly: tensor is null");
+  tensor->read_only = readOnly;
+  return ACLNN_SUCCESS;
+}
+
+}  // extern "C"
