@@ -72,6 +72,14 @@ def openmp_flags() -> list[str]:
     return []
 
 
+def project_version() -> str:
+    """The version in pyproject.toml, compiled into the library so both always agree."""
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version"):
+            return line.split("=", 1)[1].strip().strip('"')
+    raise RuntimeError("no version in pyproject.toml")
+
+
 def run_generator() -> None:
     from registry.aclnn_gen import generate
 
@@ -92,9 +100,10 @@ class CoreLibrary:
                 self.defines.append("-DACLNN_HAVE_AVX2")
             if value == 2:
                 self.defines.append("-DACLNN_HAVE_AVX512")
-        self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}"]
+        self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
+                        f'-DACLNN_CPU_VERSION="{project_version()}"']
                        + OPT_FLAGS + openmp + self.defines + (SANITIZE_FLAGS if SANITIZE else []))
-        headers = list((ROOT / "include").rglob("*.h"))
+        headers = list((ROOT / "include").rglob("*.h")) + list((ROOT / "runtime").rglob("*.h"))
         self.newest_header = max((h.stat().st_mtime for h in headers), default=0.0)
 
     def jobs(self) -> list[tuple[Path, Path, list[str]]]:
