@@ -1,0 +1,275 @@
+"""aclnn_cpu/_ops.pyx and _ops.pyi: the Python API of every op.
+
+Per op: the two-phase functions with the C names and argument order (aclnnXxxGetWorkspaceSize,
+aclnnXxx), calling the C entry points without the GIL, and the functional function that
+allocates the outputs it is not given. The hand-written glue (aclnn_cpu/_glue.pxd) does the
+array <-> aclTensor work.
+"""
+from __future__ import annotations
+
+import ast
+from typing import List, Tuple
+
+from .analysis import banner
+from .model import Op, Param, PyDefault
+from .text import wrap
+
+PYX_PATH = "aclnn_cpu/_ops.pyx"
+PYI_PATH = "aclnn_cpu/_ops.pyi"
+
+
+def py_literal(value: PyDefault) -> str:
+    if isinstance(value, tuple):
+        inner = ", ".join(py_literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return repr(value)
+
+
+def _extern_param(p: Param) -> str:
+    return {
+        "input": f"const aclTensor* {p.name}",
+        "output": f"aclTensor* {p.name}",
+        "int64": f"int64_t {p.name}",
+        "bool": f"bint {p.name}",
+        "bool_array": f"const aclBoolArray* {p.name}",
+    }[p.kind]
+
+
+def _typed(p: Param, name: str) -> str:
+    return {"int64": f"int64_t {name}", "bool": f"bint {name}"}.get(p.kind, name)
+
+
+def _join_wrapped(head: str, items: List[str], tail: str, indent: str, width: int = 100) -> List[str]:
+    """`head item, item, ...tail` wrapped with continuation lines aligned after head."""
+    lines: List[str] = []
+    current = indent + head
+    pad = " " * len(current)
+    for i, item in enumerate(items):
+        piece = item + (", " if i + 1 < len(items) else tail)
+        if len(current) + len(piece.rstrip()) > width and current.strip() != head.strip():
+            lines.append(current.rstrip())
+            current = pad
+        current += piece
+    if not items:
+        current += tail
+    lines.append(current.rstrip())
+    return lines
+
+
+def _doc_lines(text: str, indent: str) -> List[str]:
+    out: List[str] = []
+    for paragraph in text.split("\n\n"):
+        out += wrap(paragraph, 96, indent, indent) if paragraph.strip() else [""]
+        out.append("")
+    return out[:-1]
+
+
+def _alloc_guard(op: Op, p: Param) -> str:
+    """The condition under which the functional API allocates output p."""
+    parts = [f"{p.py_name} is None"]
+    if p.mask:
+        array = op.param(p.mask.array)
+        parts.append(f"_mask_on({array.py_name}, {p.mask.index}, {array.size})")
+    by_py = {q.py_name: q for q in op.params}
+    used: List[str] = []
+    for expr in (p.alloc.shape, p.alloc.dtype):
+        for node in ast.walk(ast.parse(expr, mode="eval")):
+            if isinstance(node, ast.Name) and node.id in by_py and node.id not in used:
+                used.append(node.id)
+    for name in used:
+        q = by_py[name]
+        if q.is_tensor and not q.optional:
+            parts.append(f"{name} is not None")
+    return " and ".join(parts)
+
+
+def _functional(op: Op) -> List[str]:
+    positional = [p for p in op.params if p.kind != "output"]
+    sig = [(_typed(p, p.py_name) + (f"={py_literal(p.default)}" if p.has_default else ""))
+           for p in positional]
+    sig += ["*", "out=None"] + [f"{k.name}={py_literal(k.default)}" for k in op.python_kwargs]
+    out = _join_wrapped(f"def {op.python}(", sig, "):", "")
+    outputs = op.outputs
+    doc = [f'    """{op.summary}', ""]
+    doc += [f"    Functional form of {op.c_name}: allocates the outputs not given in ``out``.", "",
+            "    Args:"]
+    for p in positional:
+        extra = " May be None." if p.optional else ""
+        doc += wrap(f"{p.py_name}: {p.doc}{extra}", 92, "        ", "            ")
+    if len(outputs) == 1:
+        doc += wrap(f"out: where to write {outputs[0].py_name} (any writable strided array); "
+                    f"allocated when None.", 92, "        ", "            ")
+    else:
+        names = ", ".join(o.py_name for o in outputs)
+        doc += wrap(f"out: a tuple ({names}) of writable arrays or None; None entries that are "
+                    f"wanted are allocated.", 92, "        ", "            ")
+    for k in op.python_kwargs:
+        doc += wrap(f"{k.name}: {k.doc}", 92, "        ", "            ")
+    doc += ["", "    Returns:"]
+    if len(outputs) == 1:
+        doc += wrap(f"{outputs[0].py_name}: {outputs[0].doc}", 92, "        ", "            ")
+    else:
+        doc += wrap(f"A tuple ({', '.join(o.py_name for o in outputs)}); masked-off outputs are "
+                    f"None.", 92, "        ", "            ")
+        for o in outputs:
+            doc += wrap(f"{o.py_name}: {o.doc}", 92, "        ", "            ")
+    doc += ['    """']
+    out += doc
+    for p in op.inputs:
+        out.append(f"    {p.py_name} = as_input({p.py_name})")
+    for p in op.params:
+        if p.kind == "bool_array":
+            out += [f"    if {p.py_name} is not None:",
+                    f"        {p.py_name} = tuple({p.py_name})"]
+    if len(outputs) == 1:
+        if outputs[0].py_name != "out":
+            out.append(f"    {outputs[0].py_name} = out")
+    else:
+        out.append(f"    {', '.join(o.py_name for o in outputs)} = "
+                   f"unpack_out(out, {len(outputs)}, \"out\")")
+    for o in outputs:
+        out.append(f"    if {_alloc_guard(op, o)}:")
+        out.append(f"        {o.py_name} = new_output({o.alloc.shape}, {o.alloc.dtype})")
+    call = [p.py_name for p in op.params]
+    out += _join_wrapped(f"_, executor = {op.c_name}GetWorkspaceSize(", call, ")", "    ")
+    out.append("    run_functional(executor)")
+    if len(outputs) == 1:
+        out.append(f"    return {outputs[0].py_name}")
+    else:
+        results = []
+        for o in outputs:
+            if o.mask:
+                array = op.param(o.mask.array)
+                results.append(f"{o.py_name} if _mask_on({array.py_name}, {o.mask.index}, "
+                               f"{array.size}) else None")
+            else:
+                results.append(o.py_name)
+        out += _join_wrapped("return (", results, ")", "    ")
+    return out
+
+
+def _two_phase(op: Op) -> List[str]:
+    out = [f'cdef extern from "aclnnop/aclnn_{op.snake}.h" nogil:']
+    out.append(f'    aclnnStatus c_{op.c_name}GetWorkspaceSize "{op.c_name}GetWorkspaceSize"(')
+    out += _join_wrapped("", [_extern_param(p) for p in op.params]
+                         + ["uint64_t* workspaceSize", "aclOpExecutor** executor"], ")", " " * 8)
+    out.append(f'    aclnnStatus c_{op.c_name} "{op.c_name}"(')
+    out += _join_wrapped("", ["void* workspace", "uint64_t workspaceSize", "aclOpExecutor* executor",
+                              "aclrtStream stream"], ")", " " * 8)
+    out += ["", ""]
+    sig = [_typed(p, p.name) for p in op.params]
+    out += _join_wrapped(f"def {op.c_name}GetWorkspaceSize(", sig, "):", "")
+    out += _doc_lines(f'"""Phase 1 of {op.c_name}: validates and plans. {op.summary} '
+                      f'Returns (workspace_size, executor); raises an AclnnError subclass carrying '
+                      f'the status on a broken rule."""', "    ")
+    args: List[str] = []
+    keep: List[str] = []
+    for p in op.params:
+        if p.is_tensor:
+            is_out = "True" if p.kind == "output" else "False"
+            out.append(f'    cdef TensorArg a_{p.name} = tensor_arg({p.name}, "{p.name}", {is_out})')
+            args.append(f"a_{p.name}.ptr")
+            keep.append(f"a_{p.name}")
+        elif p.kind == "bool_array":
+            out.append(f'    cdef BoolArrayArg a_{p.name} = bool_array_arg({p.name}, "{p.name}")')
+            args.append(f"a_{p.name}.ptr")
+            keep.append(f"a_{p.name}")
+        else:
+            args.append(p.name)
+    out += ["    cdef uint64_t workspace_size = 0", "    cdef aclOpExecutor* executor = NULL",
+            "    cdef aclnnStatus status", "    with nogil:"]
+    out += _join_wrapped(f"status = c_{op.c_name}GetWorkspaceSize(",
+                         args + ["&workspace_size", "&executor"], ")", "        ")
+    out.append("    raise_for_status(status)")
+    keep_tuple = f"({', '.join(keep)},)" if len(keep) == 1 else f"({', '.join(keep)})"
+    out += _join_wrapped("return workspace_size, new_executor(",
+                         ["executor", "workspace_size", f'"{op.c_name}"', f"c_{op.c_name}",
+                          keep_tuple], ")", "    ")
+    out += ["", ""]
+    out.append(f"def {op.c_name}(workspace, uint64_t workspaceSize, Executor executor, stream=None):")
+    out += _doc_lines(f'"""Phase 2 of {op.c_name}: runs the executor of phase 1 with a writable '
+                      f'workspace of at least workspaceSize bytes (None when it is 0)."""', "    ")
+    out.append(f'    return run_two_phase(workspace, workspaceSize, executor, stream, "{op.c_name}")')
+    return out
+
+
+def _exported_names(ops: List[Op]) -> List[str]:
+    names: List[str] = []
+    for op in ops:
+        names += [op.python, f"{op.c_name}GetWorkspaceSize", op.c_name]
+    return names
+
+
+def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
+    out = [f"# {banner('registry/*.yaml')}", "# cython: language_level=3",
+           '"""Per-op bindings: for each registry op the two-phase aclnn functions (the C names and',
+           "argument order, called without the GIL) and the functional form that allocates outputs.",
+           '"""',
+           "from libc.stdint cimport int64_t, uint64_t", "",
+           "from aclnn_cpu._glue cimport (",
+           "    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,",
+           "    aclTensor, bool_array_arg, new_executor, raise_for_status, run_functional, run_two_phase,",
+           "    tensor_arg)",
+           "from aclnn_cpu._glue import as_input, dtype_of, new_output, shape_of, unpack_out", ""]
+    out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
+    out += ["", "",
+            "cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):",
+            '    """Whether a well-formed mask (`size` flags) switches output `index` on; a malformed',
+            '    one allocates nothing and the C validator reports it."""',
+            "    return flags is not None and len(flags) == size and bool(flags[index])"]
+    for op in ops:
+        out += ["", "", f"# ---- {op.c_name} ({op.path}) " + "-" * max(0, 80 - len(op.c_name) - len(op.path)),
+                ""]
+        out += _two_phase(op)
+        out += ["", ""]
+        out += _functional(op)
+    out.append("")
+    return PYX_PATH, "\n".join(out)
+
+
+# ---- stubs --------------------------------------------------------------------------------------
+
+def _stub_type(p: Param, functional: bool) -> str:
+    if p.is_tensor:
+        return "Optional[Array]" if (p.optional or p.mask or not functional) else "Array"
+    return {"int64": "int", "bool": "bool", "bool_array": "Sequence[bool]"}[p.kind]
+
+
+def emit_pyi(ops: List[Op]) -> Tuple[str, str]:
+    out = [f"# {banner('registry/*.yaml')}", '"""Type stubs of aclnn_cpu._ops (see docs/ops.md)."""',
+           "from typing import Any, Optional, Sequence, Tuple", "",
+           "from aclnn_cpu._glue import Executor", "",
+           "# A NumPy array (ml_dtypes.bfloat16 for bf16), a torch CPU tensor, or anything exporting the",
+           "# buffer protocol, __array_interface__ or __dlpack__.",
+           "Array = Any", ""]
+    out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
+    for op in ops:
+        outputs = op.outputs
+        positional = [p for p in op.params if p.kind != "output"]
+        sig = []
+        for p in positional:
+            text = f"{p.py_name}: {_stub_type(p, True)}"
+            if p.has_default:
+                text += f" = {py_literal(p.default)}"
+            sig.append(text)
+        if len(outputs) == 1:
+            out_type, ret = "Optional[Array]", "Array"
+        else:
+            out_type = "Optional[Tuple[" + ", ".join("Optional[Array]" for _ in outputs) + "]]"
+            ret = "Tuple[" + ", ".join("Optional[Array]" if o.mask else "Array" for o in outputs) + "]"
+        sig += ["*", f"out: {out_type} = None"]
+        sig += [f"{k.name}: Any = {py_literal(k.default)}" for k in op.python_kwargs]
+        out += ["", ""]
+        out += _join_wrapped(f"def {op.python}(", sig, f") -> {ret}:", "")
+        out.append(f'    """{op.summary}"""')
+        out += ["", ""]
+        sig2 = [f"{p.name}: {_stub_type(p, False)}" for p in op.params]
+        out += _join_wrapped(f"def {op.c_name}GetWorkspaceSize(", sig2, ") -> Tuple[int, Executor]:", "")
+        out.append(f'    """Phase 1 of {op.c_name}: returns (workspace_size, executor)."""')
+        out += ["", ""]
+        out += _join_wrapped(f"def {op.c_name}(", ["workspace: Any", "workspaceSize: int",
+                                                   "executor: Optional[Executor]",
+                                                   "stream: Any = None"], ") -> None:", "")
+        out.append(f'    """Phase 2 of {op.c_name}: runs the executor."""')
+    out.append("")
+    return PYI_PATH, "\n".join(out)

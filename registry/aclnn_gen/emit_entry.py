@@ -1,0 +1,347 @@
+"""runtime/generated/<op>_entry.cpp: validator, executor and the two exported C entry points.
+
+Verification order (MLIR ODS style): the out-pointers, then bool arrays being non-null, then the
+declared rules in YAML order with the structural layout checks inserted right after the leading
+not_null rules, then the implicit rules (rank <= 8, writable outputs, no overlap). Nothing is
+written to any output before all of them pass; kernels receive only validated views.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from . import model
+from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, implicit_rank_tensors, phase1_params,
+                       prototype, structure_position)
+from .exprs import cpp_string_literal as lit
+from .exprs import parse_template, template_to_cpp
+from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
+                    Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
+from .text import wrap
+
+ISA_LEVELS = (  # (namespace, guard macro or None, Isa enumerator)
+    ("isa_baseline", None, "Isa::Baseline"),
+    ("isa_avx2", "ACLNN_HAVE_AVX2", "Isa::Avx2"),
+    ("isa_avx512", "ACLNN_HAVE_AVX512", "Isa::Avx512"),
+)
+
+
+def path_of(op: Op) -> str:
+    return f"runtime/generated/{op.snake}_entry.cpp"
+
+
+def _active(p: Param) -> str:
+    """The variable holding a tensor in phase 1 after masking (masked-off outputs are null)."""
+    return f"active_{p.name}" if p.mask else p.name
+
+
+def _validator_param(p: Param) -> str:
+    if p.is_tensor:
+        return f"const aclTensor* {p.name}"
+    return {"int64": "int64_t", "bool": "bool", "bool_array": "const aclBoolArray*"}[p.kind] + f" {p.name}"
+
+
+def _dtype_set_fn(name: str) -> str:
+    return f"dtypes_{name}"
+
+
+class _Checks:
+    """Turns rules into C++ `if (...) return reject(...)` statements."""
+
+    def __init__(self, op: Op):
+        self.op = op
+
+    def statement(self, cond: str, status: str, message: str, indent: str) -> List[str]:
+        ret = f"{indent}  return reject({status}, kOpName, {message});"
+        if len(ret) > 100:
+            ret = f"{indent}  return reject({status}, kOpName,\n{indent}                {message});"
+        return [f"{indent}if ({cond}) {{", ret, f"{indent}}}"]
+
+    def rule(self, index: int, rule: Rule) -> List[str]:
+        status = model.STATUS_CONSTANTS[rule.status]
+        head = f"Rule {index} ({rule.kind}, {self.op.path}:{rule.line})"
+        out = wrap(f"{head}{': ' + rule.doc if rule.doc else ''}", 99, "  // ", "  //   ")
+        indent = "  "
+        if rule.when:
+            out.append(f"  if ({rule.when}) {{")
+            indent = "    "
+        override = template_to_cpp(parse_template(rule.message)) if rule.message else None
+        for guard, setup, cond, message in self._conditions(rule):
+            msg = override or message
+            inner = indent
+            lines: List[str] = []
+            if guard or setup:
+                lines.append(f"{indent}if ({guard}) {{" if guard else f"{indent}{{")
+                inner = indent + "  "
+            lines += [f"{inner}{s}" for s in setup]
+            lines += self.statement(cond, status, msg, inner)
+            if guard or setup:
+                lines.append(f"{indent}}}")
+            out += lines
+        if rule.when:
+            out.append("  }")
+        return out
+
+    def _guard(self, name: str) -> Optional[str]:
+        return f"present({name})" if self.op.param(name).may_be_absent else None
+
+    def _conditions(self, rule: Rule) -> List[Tuple[Optional[str], List[str], str, str]]:
+        """(guard, setup statements, failure condition, default message) per generated check."""
+        op = self.op
+        checks: List[Tuple[Optional[str], List[str], str, str]] = []
+        if isinstance(rule, NotNull):
+            for name in rule.params:
+                p = op.param(name)
+                if p.mask:
+                    cond = f"mask({p.mask.array}, {p.mask.index}) && !present({name})"
+                    msg = lit(f"{name} must not be null when {p.mask.array}[{p.mask.index}] is true")
+                else:
+                    cond, msg = f"!present({name})", lit(f"{name} must not be null")
+                checks.append((None, [], cond, msg))
+        elif isinstance(rule, MaxRank):
+            for name in rule.params:
+                checks.append((self._guard(name), [], f"rank({name}) > {rule.rank}",
+                               f'{lit(f"{name} has rank ")} + to_string(rank({name})) + '
+                               f'{lit(f", more than the supported {rule.rank}")}'))
+        elif isinstance(rule, RankEquals):
+            for name in rule.params:
+                checks.append((self._guard(name), [], f"rank({name}) != {rule.rank}",
+                               f'{lit(f"{name} must have rank {rule.rank}, got ")} + '
+                               f'to_string(rank({name}))'))
+        elif isinstance(rule, DtypeIn):
+            fn = _dtype_set_fn(rule.set)
+            for name in rule.params:
+                checks.append((self._guard(name), [], f"!{fn}().contains(dtype({name}))",
+                               f'{lit(f"{name} has dtype ")} + to_string(dtype({name})) + '
+                               f'", not supported on " + to_string(product()) + '
+                               f'" (supported: " + {fn}().names() + ")"'))
+        elif isinstance(rule, SameDtype):
+            ref = rule.params[0]
+            for name in rule.params[1:]:
+                checks.append((self._guard(name), [], f"dtype({name}) != dtype({ref})",
+                               f'{lit(f"{name} has dtype ")} + to_string(dtype({name})) + '
+                               f'", expected " + to_string(dtype({ref})) + '
+                               f'{lit(f" (the dtype of {ref})")}'))
+        elif isinstance(rule, SameShape):
+            ref = rule.params[0]
+            for name in rule.params[1:]:
+                checks.append((self._guard(name), [], f"shape({name}) != shape({ref})",
+                               f'{lit(f"{name} has shape ")} + to_string(shape({name})) + '
+                               f'", expected " + to_string(shape({ref})) + '
+                               f'{lit(f" (the shape of {ref})")}'))
+        elif isinstance(rule, ShapeEquals):
+            for name in rule.params:
+                checks.append((self._guard(name), [f"const Shape expected = {rule.shape};"],
+                               f"shape({name}) != expected",
+                               f'{lit(f"{name} has shape ")} + to_string(shape({name})) + '
+                               f'", expected " + to_string(expected)'))
+        elif isinstance(rule, NumelEquals):
+            for name in rule.params:
+                checks.append((self._guard(name), [f"const int64_t expected = {rule.value};"],
+                               f"numel({name}) != expected",
+                               f'{lit(f"{name} has ")} + to_string(numel({name})) + '
+                               f'" elements, expected " + to_string(expected) + '
+                               f'{lit(f" ({rule.value})")}'))
+        elif isinstance(rule, BroadcastsTo):
+            target = rule.target
+            for name in rule.params:
+                checks.append((self._guard(name), [],
+                               f"!broadcasts_to(shape({name}), shape({target}))",
+                               f'{lit(f"{name} of shape ")} + to_string(shape({name})) + '
+                               f'" does not broadcast to " + to_string(shape({target})) + '
+                               f'{lit(f", the shape of {target}")}'))
+        elif isinstance(rule, DimEquals):
+            ref = rule.dims[0]
+            for d in rule.dims[1:]:
+                checks.append((None, [], f"dim({d.param}, {d.index}) != dim({ref.param}, {ref.index})",
+                               f'{lit(f"dim {d.index} of {d.param} is ")} + '
+                               f'to_string(dim({d.param}, {d.index})) + ", expected " + '
+                               f'to_string(dim({ref.param}, {ref.index})) + '
+                               f'{lit(f" (dim {ref.index} of {ref.param})")}'))
+        elif isinstance(rule, ValueIn):
+            allowed = ", ".join(str(v) for v in rule.values)
+            for name in rule.params:
+                cond = " && ".join(f"{name} != {v}" for v in rule.values)
+                checks.append((None, [], cond,
+                               f'{lit(f"{name} is ")} + to_string({name}) + '
+                               f'{lit(f", expected one of {allowed}")}'))
+        elif isinstance(rule, Check):
+            checks.append((None, [], f"!({rule.check})", lit(f"check failed: {rule.check}")))
+        else:  # pragma: no cover - the loader knows every kind
+            raise AssertionError(rule.kind)
+        return checks
+
+
+def _structure_block(op: Op) -> List[str]:
+    out = ["  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.",
+           "  // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)"]
+    for p in op.params:
+        if p.kind == "bool_array":
+            out.append(f"  if (const aclnnStatus failed = check_bool_array_size(kOpName, {lit(p.name)}, "
+                       f"{p.name}, {p.size})) return failed;")
+    for p in op.tensors:
+        out.append(f"  if (const aclnnStatus failed = check_layout(kOpName, {lit(p.name)}, {p.name})) "
+                   f"return failed;")
+    return out
+
+
+def _implicit_block(op: Op) -> List[str]:
+    out: List[str] = []
+    ranked = implicit_rank_tensors(op)
+    if ranked:
+        out.append(f"  // Implicit: at most {MAX_DIMS} dims (TensorView) where no rule said so.")
+        for name in ranked:
+            out.append(f"  if (const aclnnStatus failed = check_max_rank(kOpName, {lit(name)}, {name}, "
+                       f"{MAX_DIMS})) return failed;")
+    out.append("  // Implicit: outputs are writable, write no location twice and share no memory")
+    out.append("  // with an input or another output (absent tensors pass).")
+    outputs = op.outputs
+    for i, o in enumerate(outputs):
+        out.append(f"  if (const aclnnStatus failed = check_output_writable(kOpName, {lit(o.name)}, "
+                   f"{o.name})) return failed;")
+        for other in list(op.inputs) + list(outputs[i + 1:]):
+            out.append(f"  if (const aclnnStatus failed = check_no_overlap(kOpName, {lit(o.name)}, {o.name},")
+            out.append(f"                                                {lit(other.name)}, {other.name})) return failed;")
+    return out
+
+
+def _validator(op: Op) -> List[str]:
+    checks = _Checks(op)
+    out = ["// The rules of registry/{0} in order; masked-off outputs arrive as null.".format(
+        op.path.split("/")[-1]),
+        "// Returns kSuccess or the first failure (its message recorded by reject())."]
+    out.append(prototype("validate", [_validator_param(p) for p in op.params], 0) + " {")
+    for p in op.params:
+        if p.kind == "bool_array":
+            out += [f"  if ({p.name} == nullptr) {{",
+                    f"    return reject(kParamNullptr, kOpName, {lit(f'{p.name} must not be null')});",
+                    "  }"]
+    position = structure_position(op)
+    for i, rule in enumerate(op.rules):
+        if i == position:
+            out += _structure_block(op)
+        out += checks.rule(i + 1, rule)
+    if position == len(op.rules):
+        out += _structure_block(op)
+    out += _implicit_block(op)
+    out += ["  return kSuccess;", "}"]
+    return out
+
+
+def _dtype_sets(op: Op) -> List[str]:
+    used = []
+    for rule in op.rules:
+        if isinstance(rule, DtypeIn) and rule.set not in used:
+            used.append(rule.set)
+    out: List[str] = []
+    for name in used:
+        dset = op.dtype_set(name)
+        out.append(f"// dtype set '{name}' ({op.path}:{dset.line}) on the current product line.")
+        out.append(f"DTypeList {_dtype_set_fn(name)}() {{")
+        for product, dtypes in dset.per_product:
+            items = ", ".join(model.DTYPES[d] for d in dtypes)
+            if dtypes:
+                out.append(f"  static const DType {product}[] = {{{items}}};")
+        out.append("  switch (current_product()) {")
+        for product, dtypes in dset.per_product:
+            value = f"{{{product}, {len(dtypes)}}}" if dtypes else "{}"
+            out.append(f"    case {model.PRODUCT_ENUM[product]}: return {value};")
+        out.append("    default: return {};  // a product line the document does not list")
+        out += ["  }", "}", ""]
+    return out
+
+
+def _dispatch(op: Op, fn: str, call_args: str, indent: str) -> List[str]:
+    out = [f"{indent}switch (isa) {{"]
+    for ns, guard, enumerator in reversed(ISA_LEVELS):
+        if guard is None:
+            out.append(f"{indent}  default: return {ns}::{fn}({call_args});")
+        else:
+            out += [f"#ifdef {guard}", f"{indent}  case {enumerator}: return {ns}::{fn}({call_args});",
+                    "#endif"]
+    out.append(f"{indent}}}")
+    return out
+
+
+def emit(op: Op) -> Tuple[str, str]:
+    exe = f"{op.name}Executor"
+    out: List[str] = [f"// {banner(op.path)}"]
+    out += wrap(f"{op.c_name}: validator, executor and the exported C entry points. "
+                f"{op.summary}", 97, "// ", "// ")
+    out += ["#include <algorithm>", "#include <cstdint>", "#include <exception>", "#include <memory>",
+            "#include <new>", "#include <string>", "",
+            f'#include "aclnnop/aclnn_{op.snake}.h"', '#include "aclnn_cpu/executor.h"',
+            '#include "aclnn_cpu/isa.h"', f'#include "aclnn_cpu/ops/{op.snake}_args.h"',
+            '#include "aclnn_cpu/product.h"', '#include "aclnn_cpu/status.h"',
+            '#include "aclnn_cpu/tensor.h"', '#include "aclnn_cpu/validate.h"', "",
+            "namespace aclnn_cpu {", "",
+            f"// The kernels of ops/{op.kernel}.cpp, one copy per compiled ISA level."]
+    for ns, guard, _ in ISA_LEVELS:
+        if guard:
+            out.append(f"#ifdef {guard}")
+        out += [f"namespace {ns} {{",
+                f"uint64_t {op.kernel}_workspace(const {op.args_struct}& args);",
+                f"aclnnStatus {op.kernel}(const {op.args_struct}& args, void* workspace);",
+                f"}}  // namespace {ns}"]
+        if guard:
+            out.append("#endif")
+    out += ["", "namespace {", "", f'constexpr const char* kOpName = "{op.c_name}";', ""]
+    out += _dtype_sets(op)
+    out += [f"// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.",
+            f"class {exe} final : public aclOpExecutor {{", " public:", f"  {op.args_struct} args;", "",
+            "  uint64_t workspace_bytes() const {"]
+    out += _dispatch(op, f"{op.kernel}_workspace", "args", "    ")
+    out += ["  }", "", "  aclnnStatus run(void* workspace) override {"]
+    out += _dispatch(op, op.kernel, "args, workspace", "    ")
+    out += ["  }", "};", ""]
+    out += _validator(op)
+    out += ["", "}  // namespace", "}  // namespace aclnn_cpu", ""]
+
+    # ---- phase 1 ----
+    out.append(prototype(f"{op.c_name}GetWorkspaceSize", phase1_params(op), 0,
+                         prefix='extern "C" ACLNN_API aclnnStatus ') + " {")
+    out += ["  using namespace aclnn_cpu;", "  clear_error();", "  try {",
+            "    if (workspaceSize == nullptr) {",
+            '      return reject(kParamNullptr, kOpName, "workspaceSize must not be null");', "    }",
+            "    if (executor == nullptr) {",
+            '      return reject(kParamNullptr, kOpName, "executor must not be null");', "    }",
+            "    *workspaceSize = 0;", "    *executor = nullptr;"]
+    masked = [p for p in op.outputs if p.mask]
+    if masked:
+        out.append("    // A masked-off output is never touched: from here on it counts as absent.")
+        for p in masked:
+            out.append(f"    const aclTensor* const {_active(p)} = "
+                       f"mask({p.mask.array}, {p.mask.index}) ? {p.name} : nullptr;")
+    call = ", ".join(_active(p) for p in op.params)
+    out += wrap(f"const aclnnStatus status = validate({call});", 95, "    ", "        ")
+    out += ["    if (status != kSuccess) return status;", "",
+            f"    std::unique_ptr<{exe}> ex(new {exe}());",
+            f"    {op.args_struct}& args = ex->args;"]
+    for p in op.params:
+        if p.is_tensor:
+            var = _active(p)
+            if p.may_be_absent:
+                out.append(f"    args.{p.name} = present({var}) ? make_view({var}) : TensorView();")
+            else:
+                out.append(f"    args.{p.name} = make_view({var});")
+        elif p.kind == "bool_array":
+            out.append(f"    for (int64_t i = 0; i < {p.size}; ++i) args.{p.name}[i] = mask({p.name}, i);")
+        else:
+            out.append(f"    args.{p.name} = {p.name};")
+    out += ["    ex->isa = active_isa();", "    ex->op_name = kOpName;",
+            "    ex->workspace_size = ex->workspace_bytes();",
+            "    aclOpExecutor* const planned = register_executor(ex.get());",
+            "    ex.release();  // the runtime's executor registry owns it now",
+            "    *workspaceSize = planned->workspace_size;", "    *executor = planned;",
+            "    return kSuccess;",
+            "  } catch (const std::bad_alloc&) {",
+            '    return fail(kInner, "%s: out of memory", kOpName);',
+            "  } catch (const std::exception& e) {",
+            '    return fail(kInner, "%s: internal error: %s", kOpName, e.what());',
+            "  } catch (...) {",
+            '    return fail(kInner, "%s: internal error", kOpName);', "  }", "}", ""]
+    # ---- phase 2 ----
+    out.append(prototype(op.c_name, PHASE2_PARAMS, 0, prefix='extern "C" ACLNN_API aclnnStatus ') + " {")
+    out += ["  aclnn_cpu::clear_error();",
+            f'  return aclnn_cpu::run_executor("{op.c_name}", workspace, workspaceSize, executor, stream);',
+            "}", ""]
+    return path_of(op), "\n".join(out)

@@ -1,0 +1,269 @@
+// Helpers of the generated validators (include/aclnn_cpu/validate.h): accessors, message
+// formatting and the structural checks shared by every op.
+#include "aclnn_cpu/validate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "aclnn_cpu/tensor.h"
+
+namespace aclnn_cpu {
+
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// a * b for non-negative a, b; false on overflow.
+bool mul_ok(int64_t a, int64_t b, int64_t* out) {
+  if (a != 0 && b > kInt64Max / a) return false;
+  *out = a * b;
+  return true;
+}
+
+bool add_ok(int64_t a, int64_t b, int64_t* out) {
+  if (a > kInt64Max - b) return false;
+  *out = a + b;
+  return true;
+}
+
+int64_t abs_or_max(int64_t v) {
+  return v == std::numeric_limits<int64_t>::min() ? kInt64Max : (v < 0 ? -v : v);
+}
+
+// Element count, or -1 when a dim is negative or the count overflows.
+int64_t safe_numel(const aclTensor* t) {
+  int64_t n = 1;
+  for (int64_t d : t->view_dims) {
+    if (d < 0 || !mul_ok(n, d, &n)) return -1;
+  }
+  return n;
+}
+
+// Byte addresses [lo, hi] a non-empty view touches. check_layout() has verified that the
+// element extent times the item size fits int64, so the arithmetic below cannot overflow.
+struct ByteExtent {
+  __int128 lo, hi;
+};
+
+ByteExtent byte_extent(const aclTensor* t) {
+  const int64_t item = static_cast<int64_t>(dtype_size(t->dtype) ? dtype_size(t->dtype) : 1);
+  __int128 lo = t->offset, hi = t->offset;
+  for (std::size_t i = 0; i < t->view_dims.size(); ++i) {
+    const __int128 reach = static_cast<__int128>(t->view_dims[i] - 1) * t->strides[i];
+    if (reach < 0) lo += reach; else hi += reach;
+  }
+  const __int128 base = static_cast<__int128>(reinterpret_cast<uintptr_t>(t->data));
+  return {base + lo * item, base + hi * item + item - 1};
+}
+
+}  // namespace
+
+// ---- accessors ----------------------------------------------------------------------------------
+
+int64_t rank(const aclTensor* t) { return static_cast<int64_t>(t->view_dims.size()); }
+
+int64_t numel(const aclTensor* t) {
+  const int64_t n = safe_numel(t);
+  if (n < 0) throw std::logic_error("numel() of a tensor whose element count overflows");
+  return n;
+}
+
+int64_t dim(const aclTensor* t, int64_t i) {
+  const int64_t r = rank(t);
+  const int64_t k = i < 0 ? i + r : i;
+  if (k < 0 || k >= r) {
+    throw std::logic_error("dim(t, " + std::to_string(i) + ") of a tensor of rank " +
+                           std::to_string(r) + " (a rule read a dim before checking the rank)");
+  }
+  return t->view_dims[static_cast<std::size_t>(k)];
+}
+
+DType dtype(const aclTensor* t) { return t->dtype; }
+
+Shape shape(const aclTensor* t) { return t->view_dims; }
+
+bool mask(const aclBoolArray* flags, int64_t i) {
+  return i >= 0 && bool_array_at(flags, static_cast<uint64_t>(i));
+}
+
+Product product() { return current_product(); }
+
+int64_t checked_mul(std::initializer_list<int64_t> factors) {
+  int64_t n = 1;
+  for (int64_t f : factors) {
+    if (f < 0 || !mul_ok(n, f, &n)) return -1;
+  }
+  return n;
+}
+
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != to[lead + i] && from[i] != 1) return false;
+  }
+  return true;
+}
+
+// ---- dtype sets ---------------------------------------------------------------------------------
+
+bool DTypeList::contains(DType t) const {
+  return std::find(items, items + count, t) != items + count;
+}
+
+std::string DTypeList::names() const {
+  if (count == 0) return "none";
+  std::string out;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i) out += ", ";
+    out += to_string(items[i]);
+  }
+  return out;
+}
+
+// ---- messages -----------------------------------------------------------------------------------
+
+std::string to_string(bool v) { return v ? "true" : "false"; }
+
+std::string to_string(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string to_string(DType t) {
+  const char* name = dtype_name(t);
+  if (name == nullptr || std::strcmp(name, "unknown") == 0) {
+    return "dtype(" + std::to_string(static_cast<int32_t>(t)) + ")";
+  }
+  return name;
+}
+
+std::string to_string(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+std::string to_string(Product p) { return product_name(p); }
+
+std::string to_string(const char* s) { return s ? s : "(null)"; }
+
+std::string to_string(const std::string& s) { return s; }
+
+aclnnStatus reject(aclnnStatus status, const char* op, const std::string& message) {
+  return fail(status, "%s: %s", op, message.c_str());
+}
+
+// ---- structural checks --------------------------------------------------------------------------
+
+aclnnStatus check_bool_array_size(const char* op, const char* name, const aclBoolArray* flags,
+                                  uint64_t size) {
+  const uint64_t got = bool_array_size(flags);
+  if (got == size) return kSuccess;
+  return reject(kParamInvalid, op, std::string(name) + " has " + to_string(got) +
+                                       " elements, expected " + to_string(size));
+}
+
+aclnnStatus check_layout(const char* op, const char* name, const aclTensor* t) {
+  if (t == nullptr) return kSuccess;
+  const std::string who(name);
+  for (int64_t d : t->view_dims) {
+    if (d < 0) return reject(kParamInvalid, op, who + " has a negative dim in shape " + to_string(t->view_dims));
+  }
+  if (t->strides.size() != t->view_dims.size()) {
+    return reject(kParamInvalid, op, who + " has " + to_string(t->strides.size()) + " strides for " +
+                                         to_string(t->view_dims.size()) + " dims");
+  }
+  const int64_t n = safe_numel(t);
+  if (n < 0) {
+    return reject(kParamInvalid, op, who + " of shape " + to_string(t->view_dims) +
+                                         " has more elements than int64 can count");
+  }
+  const int64_t item = static_cast<int64_t>(dtype_size(t->dtype) ? dtype_size(t->dtype) : 1);
+  int64_t bytes = 0;
+  if (!mul_ok(n, item, &bytes)) {
+    return reject(kParamInvalid, op, who + " of shape " + to_string(t->view_dims) +
+                                         " has a byte size that overflows int64");
+  }
+  if (n == 0) return kSuccess;
+  if (t->data == nullptr) {
+    return reject(kParamInvalid, op, who + " has " + to_string(n) + " elements but no data address");
+  }
+  // Farthest element (in elements, either direction) from the data address.
+  int64_t reach = abs_or_max(t->offset);
+  for (std::size_t i = 0; i < t->view_dims.size(); ++i) {
+    int64_t step = 0;
+    if (!mul_ok(t->view_dims[i] - 1, abs_or_max(t->strides[i]), &step) || !add_ok(reach, step, &reach)) {
+      reach = -1;
+      break;
+    }
+  }
+  int64_t reach_bytes = 0;
+  if (reach < 0 || !add_ok(reach, 1, &reach) || !mul_ok(reach, item, &reach_bytes)) {
+    return reject(kParamInvalid, op, who + ": its offset and strides address bytes beyond the int64 range");
+  }
+  return kSuccess;
+}
+
+aclnnStatus check_max_rank(const char* op, const char* name, const aclTensor* t, int64_t max_rank) {
+  if (t == nullptr || rank(t) <= max_rank) return kSuccess;
+  return reject(kParamInvalid, op, std::string(name) + " has rank " + to_string(rank(t)) +
+                                       ", more than the supported " + to_string(max_rank));
+}
+
+bool has_internal_overlap(const aclTensor* t) {
+  // Dims that matter (size > 1), sorted by |stride|: the view is free of aliasing when every
+  // stride exceeds the farthest offset the smaller dims reach (sufficient, and exact for every
+  // layout a reshape/transpose/slice of a dense tensor produces).
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
+  for (std::size_t i = 0; i < t->view_dims.size(); ++i) {
+    if (t->view_dims[i] == 0) return false;  // empty: nothing is written
+    if (t->view_dims[i] > 1) dims.emplace_back(abs_or_max(t->strides[i]), t->view_dims[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  __int128 reach = 0;
+  for (const auto& d : dims) {
+    if (d.first == 0 || static_cast<__int128>(d.first) <= reach) return true;
+    reach += static_cast<__int128>(d.first) * (d.second - 1);
+  }
+  return false;
+}
+
+bool overlaps(const aclTensor* a, const aclTensor* b) {
+  if (a == nullptr || b == nullptr) return false;
+  if (safe_numel(a) <= 0 || safe_numel(b) <= 0) return false;
+  if (a->data == nullptr || b->data == nullptr) return false;
+  const ByteExtent x = byte_extent(a), y = byte_extent(b);
+  return x.lo <= y.hi && y.lo <= x.hi;
+}
+
+aclnnStatus check_output_writable(const char* op, const char* name, const aclTensor* out) {
+  if (out == nullptr) return kSuccess;
+  if (tensor_is_read_only(out)) {
+    return reject(kParamInvalid, op, std::string(name) + " is read-only and cannot be written");
+  }
+  if (has_internal_overlap(out)) {
+    return reject(kParamInvalid, op, std::string(name) + " of shape " + to_string(out->view_dims) +
+                                         " and strides " + to_string(out->strides) +
+                                         " would write some memory locations more than once");
+  }
+  return kSuccess;
+}
+
+aclnnStatus check_no_overlap(const char* op, const char* out_name, const aclTensor* out,
+                             const char* other_name, const aclTensor* other) {
+  if (!overlaps(out, other)) return kSuccess;
+  return reject(kParamInvalid, op, std::string(out_name) + " overlaps " + other_name +
+                                       " in memory (outputs must not share memory with inputs "
+                                       "or other outputs)");
+}
+
+}  // namespace aclnn_cpu
