@@ -1,0 +1,90 @@
+"""Plumbing of the benchmark suite (not its speed): one tiny case, JSON fields, filters, no torch."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aclnn_cpu import bench
+from aclnn_cpu.__main__ import main as cli_main
+
+TINY = ["--suite", "smoke", "--rounds", "2", "--min-time", "0.001"]
+
+
+def _run(tmp_path, capsys, *extra):
+    path = tmp_path / "bench.json"
+    code = cli_main(["bench", *TINY, "--json", str(path), *extra])
+    captured = capsys.readouterr()
+    return code, json.loads(path.read_text()), captured
+
+
+def test_one_tiny_case_writes_every_field(tmp_path, capsys):
+    markdown = tmp_path / "bench.md"
+    code, report, captured = _run(tmp_path, capsys, "--ops", "softmax", "--dtypes", "fp32",
+                                  "--markdown", str(markdown))
+    assert code == 0, captured.out + captured.err
+    machine = report["machine"]
+    for key in ("cpu", "usable_cpus", "last_level_cache_bytes", "isa", "aclnn_cpu", "numpy", "python",
+                "torch", "aclnn_cpu_config", "date_utc"):
+        assert key in machine, key
+    assert machine["isa"] == machine["aclnn_cpu_config"]["isa"]
+    assert report["settings"]["threads"] == [2] and report["settings"]["rounds"] == 2
+
+    (row,) = report["results"]
+    assert (row["op"], row["dtype"], row["threads"], row["case"]) == ("softmax", "float32", 2, "tiny")
+    assert row["ours_ms"] > 0 and row["copy_ms"] > 0 and row["copy_fraction"] > 0
+    assert row["bytes_moved"] == 3 * 4 * 32 * 4  # grad, output read + result written, fp32
+    assert len(row["ours_samples_ms"]) == 2 and row["ours_loops"] >= 1
+    if machine["torch"] is None:
+        assert row["torch_ms"] is None and row["speedup"] is None and row["torch_error"]
+    else:
+        assert row["torch_ms"] > 0 and row["speedup"] == pytest.approx(row["torch_ms"] / row["ours_ms"])
+        assert row["max_rel_diff_vs_torch"][0] < 1e-5  # both computed the same softmax gradient
+        assert [t["name"] for t in row["targets"]] == ["speedup"]  # tiny: in cache, no fp16 row
+    assert isinstance(report["missed"], list)
+
+    (overhead,) = report["overhead"]
+    assert overhead["op"] == "softmax"
+    for variant in ("functional out=", "functional alloc", "two-phase"):
+        assert overhead["us"][variant] > 0, overhead
+
+    assert "softmax" in captured.out and "Per-call overhead" in captured.out  # the tables
+    assert "1/2" in captured.err  # the progress bar goes to stderr
+    assert markdown.read_text().count("| softmax |") == 2
+
+
+def test_without_torch_times_ours_and_the_copy(tmp_path, capsys):
+    code, report, captured = _run(tmp_path, capsys, "--no-torch", "--no-overhead",
+                                  "--ops", "prelu", "--dtypes", "bf16,fp32")
+    assert code == 0, captured.out + captured.err
+    assert "torch absent" in captured.out
+    assert report["machine"]["torch"] is None and report["overhead"] == []
+    assert [r["dtype"] for r in report["results"]] == ["float32", "bfloat16"]  # fp32 first
+    for row in report["results"]:
+        assert row["ours_ms"] > 0 and row["torch_ms"] is None and row["copy_method"].startswith("numpy")
+    names = [t["name"] for t in report["results"][1]["targets"]]
+    assert names == ["per_element_vs_fp32"]
+
+
+def test_filters_and_listing(capsys):
+    assert bench.main(["--list", "--ops", "grid,gn", "--quick"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed and all(line.split()[0] in ("grid_sampler", "group_norm") for line in listed)
+    with pytest.raises(SystemExit):
+        bench.main(["--ops", "conv2d"])
+
+
+def test_plot_without_matplotlib_says_so(tmp_path, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    rows = [{"op": "prelu", "case": "x", "dtype": "float32", "threads": 2, "speedup": 2.0, "targets": []}]
+    message = bench.write_plot(str(tmp_path / "p.png"), rows)
+    assert "matplotlib" in message and not (tmp_path / "p.png").exists()
