@@ -8,7 +8,71 @@ from aclnn_cpu._glue import Executor
 # buffer protocol, __array_interface__ or __dlpack__.
 Array = Any
 
-__all__ = ['softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+__all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
+           'aclnnGridSampler2DBackward', 'group_norm_backward',
+           'aclnnGroupNormBackwardGetWorkspaceSize', 'aclnnGroupNormBackward', 'prelu_backward',
+           'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax_backward',
+           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+
+
+def grid_sampler2d_backward(grad_output: Array, input: Array, grid: Array,
+                            interpolation_mode: int = 0, padding_mode: int = 0,
+                            align_corners: bool = False, output_mask: Sequence[bool] = (True, True),
+                            *,
+                            out: Optional[Tuple[Optional[Array], Optional[Array]]] = None) -> Tuple[Optional[Array], Optional[Array]]:
+    """Gradients of 2-D grid sampling with respect to the input and the grid, each behind outputMask."""
+
+
+def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput: Optional[Array], input: Optional[Array],
+                                               grid: Optional[Array], interpolationMode: int,
+                                               paddingMode: int, alignCorners: bool,
+                                               outputMask: Sequence[bool],
+                                               inputGrad: Optional[Array],
+                                               gridGrad: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnGridSampler2DBackward: returns (workspace_size, executor)."""
+
+
+def aclnnGridSampler2DBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                               stream: Any = None) -> None:
+    """Phase 2 of aclnnGridSampler2DBackward: runs the executor."""
+
+
+def group_norm_backward(grad_out: Array, input: Array, mean: Array, rstd: Array,
+                        gamma: Optional[Array], N: int, C: int, HxW: int, group: int,
+                        output_mask: Sequence[bool] = (True, True, True), *,
+                        out: Optional[Tuple[Optional[Array], Optional[Array], Optional[Array]]] = None) -> Tuple[Optional[Array], Optional[Array], Optional[Array]]:
+    """Gradients of GroupNorm with respect to its input, gamma and beta, each behind outputMask."""
+
+
+def aclnnGroupNormBackwardGetWorkspaceSize(gradOut: Optional[Array], input: Optional[Array],
+                                           mean: Optional[Array], rstd: Optional[Array],
+                                           gamma: Optional[Array], N: int, C: int, HxW: int,
+                                           group: int, outputMask: Sequence[bool],
+                                           gradInput: Optional[Array],
+                                           gradGammaOut: Optional[Array],
+                                           gradBetaOut: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnGroupNormBackward: returns (workspace_size, executor)."""
+
+
+def aclnnGroupNormBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                           stream: Any = None) -> None:
+    """Phase 2 of aclnnGroupNormBackward: runs the executor."""
+
+
+def prelu_backward(grad_output: Array, self: Array, weight: Array, *,
+                   out: Optional[Tuple[Optional[Array], Optional[Array]]] = None) -> Tuple[Array, Array]:
+    """Gradients of PReLU with respect to self (gradOutput where self > 0, else weight * gradOutput) and to weight."""
+
+
+def aclnnPreluBackwardGetWorkspaceSize(gradOutput: Optional[Array], self: Optional[Array],
+                                       weight: Optional[Array], gradInput: Optional[Array],
+                                       gradWeight: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnPreluBackward: returns (workspace_size, executor)."""
+
+
+def aclnnPreluBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                       stream: Any = None) -> None:
+    """Phase 2 of aclnnPreluBackward: runs the executor."""
 
 
 def softmax_backward(grad_output: Array, output: Array, dim: int, *, out: Optional[Array] = None,

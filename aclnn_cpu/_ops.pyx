@@ -3,6 +3,8 @@
 """Per-op bindings: for each registry op the two-phase aclnn functions (the C names and
 argument order, called without the GIL) and the functional form that allocates outputs.
 """
+from math import prod
+
 from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
@@ -11,13 +13,290 @@ from aclnn_cpu._glue cimport (
     tensor_arg)
 from aclnn_cpu._glue import as_input, dtype_of, new_output, shape_of, unpack_out
 
-__all__ = ['softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+__all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
+           'aclnnGridSampler2DBackward', 'group_norm_backward',
+           'aclnnGroupNormBackwardGetWorkspaceSize', 'aclnnGroupNormBackward', 'prelu_backward',
+           'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax_backward',
+           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
 
 
 cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
     """Whether a well-formed mask (`size` flags) switches output `index` on; a malformed
     one allocates nothing and the C validator reports it."""
     return flags is not None and len(flags) == size and bool(flags[index])
+
+
+cdef object _new_output(object shape, object dtype):
+    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative or huge
+    size), so that the C validator, not NumPy, names the argument behind it."""
+    try:
+        return new_output(shape, dtype)
+    except (ValueError, OverflowError, MemoryError):
+        return new_output((0,), dtype)
+
+
+# ---- aclnnGridSampler2DBackward (registry/grid_sampler2d_backward.yaml) -----------------
+
+cdef extern from "aclnnop/aclnn_grid_sampler2d_backward.h" nogil:
+    aclnnStatus c_aclnnGridSampler2DBackwardGetWorkspaceSize "aclnnGridSampler2DBackwardGetWorkspaceSize"(
+        const aclTensor* gradOutput, const aclTensor* input, const aclTensor* grid,
+        int64_t interpolationMode, int64_t paddingMode, bint alignCorners,
+        const aclBoolArray* outputMask, aclTensor* inputGrad, aclTensor* gridGrad,
+        uint64_t* workspaceSize, aclOpExecutor** executor)
+    aclnnStatus c_aclnnGridSampler2DBackward "aclnnGridSampler2DBackward"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, int64_t interpolationMode,
+                                               int64_t paddingMode, bint alignCorners, outputMask,
+                                               inputGrad, gridGrad):
+    """Phase 1 of aclnnGridSampler2DBackward: validates and plans. Gradients of 2-D grid
+    sampling with respect to the input and the grid, each behind outputMask. Returns
+    (workspace_size, executor); raises an AclnnError subclass carrying the status on a broken
+    rule."""
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "gradOutput", False)
+    cdef TensorArg a_input = tensor_arg(input, "input", False)
+    cdef TensorArg a_grid = tensor_arg(grid, "grid", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "outputMask")
+    cdef TensorArg a_inputGrad = tensor_arg(inputGrad, "inputGrad", True)
+    cdef TensorArg a_gridGrad = tensor_arg(gridGrad, "gridGrad", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr,
+                                                              a_grid.ptr, interpolationMode,
+                                                              paddingMode, alignCorners,
+                                                              a_outputMask.ptr, a_inputGrad.ptr,
+                                                              a_gridGrad.ptr, &workspace_size,
+                                                              &executor)
+    raise_for_status(status)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnGridSampler2DBackward",
+                                        c_aclnnGridSampler2DBackward,
+                                        (a_gradOutput, a_input, a_grid, a_outputMask, a_inputGrad, a_gridGrad))
+
+
+def aclnnGridSampler2DBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnGridSampler2DBackward: runs the executor of phase 1 with a writable
+    workspace of at least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGridSampler2DBackward")
+
+
+def grid_sampler2d_backward(grad_output, input, grid, int64_t interpolation_mode=0,
+                            int64_t padding_mode=0, bint align_corners=False,
+                            output_mask=(True, True), *, out=None):
+    """Gradients of 2-D grid sampling with respect to the input and the grid, each behind outputMask.
+
+    Functional form of aclnnGridSampler2DBackward: allocates the outputs not given in ``out``.
+
+    Args:
+        grad_output: Gradient of the sampled output, [N, C, H_out, W_out].
+        input: Sampled input of the forward pass, [N, C, H_in, W_in] with H_in, W_in > 0.
+        grid: Sampling locations of the forward pass, [N, H_out, W_out, 2].
+        interpolation_mode: 0 bilinear, 1 nearest, 2 bicubic.
+        padding_mode: 0 zeros, 1 border, 2 reflection.
+        align_corners: True maps -1 and 1 to the centres of the corner pixels, false to
+            their outer edges.
+        output_mask: Which of inputGrad, gridGrad to compute.
+        out: a tuple (input_grad, grid_grad) of writable arrays or None; None entries that
+            are wanted are allocated.
+
+    Returns:
+        A tuple (input_grad, grid_grad); masked-off outputs are None.
+        input_grad: Gradient of input; shape and dtype of input.
+        grid_grad: Gradient of grid; shape and dtype of grid.
+    """
+    grad_output = as_input(grad_output)
+    input = as_input(input)
+    grid = as_input(grid)
+    if output_mask is not None:
+        output_mask = tuple(output_mask)
+    input_grad, grid_grad = unpack_out(out, 2, "out")
+    if input_grad is None and _mask_on(output_mask, 0, 2) and input is not None:
+        input_grad = _new_output(shape_of(input), dtype_of(input))
+    if grid_grad is None and _mask_on(output_mask, 1, 2) and grid is not None:
+        grid_grad = _new_output(shape_of(grid), dtype_of(grid))
+    _, executor = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output, input, grid,
+                                                             interpolation_mode, padding_mode,
+                                                             align_corners, output_mask, input_grad,
+                                                             grid_grad)
+    run_functional(executor)
+    return (input_grad if _mask_on(output_mask, 0, 2) else None,
+            grid_grad if _mask_on(output_mask, 1, 2) else None)
+
+
+# ---- aclnnGroupNormBackward (registry/group_norm_backward.yaml) -------------------------
+
+cdef extern from "aclnnop/aclnn_group_norm_backward.h" nogil:
+    aclnnStatus c_aclnnGroupNormBackwardGetWorkspaceSize "aclnnGroupNormBackwardGetWorkspaceSize"(
+        const aclTensor* gradOut, const aclTensor* input, const aclTensor* mean,
+        const aclTensor* rstd, const aclTensor* gamma, int64_t N, int64_t C, int64_t HxW,
+        int64_t group, const aclBoolArray* outputMask, aclTensor* gradInput,
+        aclTensor* gradGammaOut, aclTensor* gradBetaOut, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
+    aclnnStatus c_aclnnGroupNormBackward "aclnnGroupNormBackward"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, int64_t N, int64_t C,
+                                           int64_t HxW, int64_t group, outputMask, gradInput,
+                                           gradGammaOut, gradBetaOut):
+    """Phase 1 of aclnnGroupNormBackward: validates and plans. Gradients of GroupNorm with
+    respect to its input, gamma and beta, each behind outputMask. Returns (workspace_size,
+    executor); raises an AclnnError subclass carrying the status on a broken rule."""
+    cdef TensorArg a_gradOut = tensor_arg(gradOut, "gradOut", False)
+    cdef TensorArg a_input = tensor_arg(input, "input", False)
+    cdef TensorArg a_mean = tensor_arg(mean, "mean", False)
+    cdef TensorArg a_rstd = tensor_arg(rstd, "rstd", False)
+    cdef TensorArg a_gamma = tensor_arg(gamma, "gamma", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "outputMask")
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "gradInput", True)
+    cdef TensorArg a_gradGammaOut = tensor_arg(gradGammaOut, "gradGammaOut", True)
+    cdef TensorArg a_gradBetaOut = tensor_arg(gradBetaOut, "gradBetaOut", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
+                                                          a_rstd.ptr, a_gamma.ptr, N, C, HxW, group,
+                                                          a_outputMask.ptr, a_gradInput.ptr,
+                                                          a_gradGammaOut.ptr, a_gradBetaOut.ptr,
+                                                          &workspace_size, &executor)
+    raise_for_status(status)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNormBackward",
+                                        c_aclnnGroupNormBackward,
+                                        (a_gradOut, a_input, a_mean, a_rstd, a_gamma, a_outputMask, a_gradInput, a_gradGammaOut, a_gradBetaOut))
+
+
+def aclnnGroupNormBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnGroupNormBackward: runs the executor of phase 1 with a writable workspace
+    of at least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGroupNormBackward")
+
+
+def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C, int64_t HxW,
+                        int64_t group, output_mask=(True, True, True), *, out=None):
+    """Gradients of GroupNorm with respect to its input, gamma and beta, each behind outputMask.
+
+    Functional form of aclnnGroupNormBackward: allocates the outputs not given in ``out``.
+
+    Args:
+        grad_out: Gradient flowing back; N * C * HxW elements, dtype of input.
+        input: First input of the forward pass; N * C * HxW elements.
+        mean: Per-group mean from the forward pass; N * group elements.
+        rstd: Per-group reciprocal standard deviation from the forward pass; N * group
+            elements.
+        gamma: Per-channel scale; C elements, or null for all ones. May be None.
+        N: Batch size (>= 0).
+        C: Channel count (>= 0, divisible by group).
+        HxW: Size of everything after N and C (>= 0).
+        group: Number of groups the C channels are split into (> 0).
+        output_mask: Which of gradInput, gradGammaOut, gradBetaOut to compute.
+        out: a tuple (grad_input, grad_gamma_out, grad_beta_out) of writable arrays or None;
+            None entries that are wanted are allocated.
+
+    Returns:
+        A tuple (grad_input, grad_gamma_out, grad_beta_out); masked-off outputs are None.
+        grad_input: Gradient of input; shape of input, dtype of gradOut.
+        grad_gamma_out: Gradient of gamma; shape of gamma ([C] when gamma is null), dtype of
+            gradOut.
+        grad_beta_out: Gradient of beta; shape of gamma ([C] when gamma is null), dtype of
+            gradOut.
+    """
+    grad_out = as_input(grad_out)
+    input = as_input(input)
+    mean = as_input(mean)
+    rstd = as_input(rstd)
+    gamma = as_input(gamma)
+    if output_mask is not None:
+        output_mask = tuple(output_mask)
+    grad_input, grad_gamma_out, grad_beta_out = unpack_out(out, 3, "out")
+    if grad_input is None and _mask_on(output_mask, 0, 3) and input is not None and grad_out is not None:
+        grad_input = _new_output(shape_of(input), dtype_of(grad_out))
+    if grad_gamma_out is None and _mask_on(output_mask, 1, 3) and grad_out is not None:
+        grad_gamma_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
+    if grad_beta_out is None and _mask_on(output_mask, 2, 3) and grad_out is not None:
+        grad_beta_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
+    _, executor = aclnnGroupNormBackwardGetWorkspaceSize(grad_out, input, mean, rstd, gamma, N, C,
+                                                         HxW, group, output_mask, grad_input,
+                                                         grad_gamma_out, grad_beta_out)
+    run_functional(executor)
+    return (grad_input if _mask_on(output_mask, 0, 3) else None,
+            grad_gamma_out if _mask_on(output_mask, 1, 3) else None,
+            grad_beta_out if _mask_on(output_mask, 2, 3) else None)
+
+
+# ---- aclnnPreluBackward (registry/prelu_backward.yaml) ----------------------------------
+
+cdef extern from "aclnnop/aclnn_prelu_backward.h" nogil:
+    aclnnStatus c_aclnnPreluBackwardGetWorkspaceSize "aclnnPreluBackwardGetWorkspaceSize"(
+        const aclTensor* gradOutput, const aclTensor* self, const aclTensor* weight,
+        aclTensor* gradInput, aclTensor* gradWeight, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
+    aclnnStatus c_aclnnPreluBackward "aclnnPreluBackward"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, gradWeight):
+    """Phase 1 of aclnnPreluBackward: validates and plans. Gradients of PReLU with respect to
+    self (gradOutput where self > 0, else weight * gradOutput) and to weight. Returns
+    (workspace_size, executor); raises an AclnnError subclass carrying the status on a broken
+    rule."""
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "gradOutput", False)
+    cdef TensorArg a_self = tensor_arg(self, "self", False)
+    cdef TensorArg a_weight = tensor_arg(weight, "weight", False)
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "gradInput", True)
+    cdef TensorArg a_gradWeight = tensor_arg(gradWeight, "gradWeight", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
+                                                      a_gradInput.ptr, a_gradWeight.ptr,
+                                                      &workspace_size, &executor)
+    raise_for_status(status)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnPreluBackward",
+                                        c_aclnnPreluBackward,
+                                        (a_gradOutput, a_self, a_weight, a_gradInput, a_gradWeight))
+
+
+def aclnnPreluBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnPreluBackward: runs the executor of phase 1 with a writable workspace of
+    at least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnPreluBackward")
+
+
+def prelu_backward(grad_output, self, weight, *, out=None):
+    """Gradients of PReLU with respect to self (gradOutput where self > 0, else weight * gradOutput) and to weight.
+
+    Functional form of aclnnPreluBackward: allocates the outputs not given in ``out``.
+
+    Args:
+        grad_output: Gradient flowing back; broadcasts to the shape of self.
+        self: Input of the PReLU forward pass.
+        weight: PReLU weight; 1 element, or one per channel (dim 1 of self when self has >=
+            2 dims).
+        out: a tuple (grad_input, grad_weight) of writable arrays or None; None entries that
+            are wanted are allocated.
+
+    Returns:
+        A tuple (grad_input, grad_weight); masked-off outputs are None.
+        grad_input: Gradient of self; shape of self.
+        grad_weight: Gradient of weight; weight's shape when weight has 1 element, else 1-D
+            with weight's element count.
+    """
+    grad_output = as_input(grad_output)
+    self = as_input(self)
+    weight = as_input(weight)
+    grad_input, grad_weight = unpack_out(out, 2, "out")
+    if grad_input is None and self is not None:
+        grad_input = _new_output(shape_of(self), dtype_of(self))
+    if grad_weight is None and weight is not None:
+        grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight))
+    _, executor = aclnnPreluBackwardGetWorkspaceSize(grad_output, self, weight, grad_input,
+                                                     grad_weight)
+    run_functional(executor)
+    return (grad_input, grad_weight)
 
 
 # ---- aclnnSoftmaxBackward (registry/softmax_backward.yaml) ------------------------------
@@ -74,7 +353,7 @@ def softmax_backward(grad_output, output, int64_t dim, *, out=None, out_dtype=No
     grad_output = as_input(grad_output)
     output = as_input(output)
     if out is None and grad_output is not None:
-        out = new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype)
+        out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype)
     _, executor = aclnnSoftmaxBackwardGetWorkspaceSize(grad_output, output, dim, out)
     run_functional(executor)
     return out

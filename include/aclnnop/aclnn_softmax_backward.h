@@ -50,10 +50,9 @@ extern "C" {
  *   561000 (ACLNN_ERR_INNER): out of memory or an internal error.
  * The message of a failure is available from aclGetRecentErrMsg().
  */
-ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
-                                                           const aclTensor* output, int64_t dim,
-                                                           aclTensor* out, uint64_t* workspaceSize,
-                                                           aclOpExecutor** executor);
+ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor);
 
 /*
  * Phase 2 of aclnnSoftmaxBackward: runs the executor of phase 1 with a workspace of at least

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+from .exprs import display_expr
+
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 
@@ -52,6 +54,9 @@ def prototype(name: str, params: List[str], indent: int, width: int = 100,
     lines: List[str] = []
     current = " " * indent + head
     pad = " " * (indent + len(head))
+    if len(pad) > width // 2:  # a long name: parameters go on the following lines instead
+        lines.append(current)
+        current = pad = " " * (indent + 4)
     for i, param in enumerate(params):
         piece = param + (", " if i + 1 < len(params) else ")")
         if len(current) + len(piece.rstrip()) > width and current.strip() != head.strip():
@@ -139,7 +144,7 @@ def describe_rule(op: Op, rule: Rule) -> str:
     elif isinstance(rule, ShapeEquals):
         text = f"shape == {rule.shape}: {names(rule.params)}"
     elif isinstance(rule, NumelEquals):
-        text = f"numel == {rule.value}: {names(rule.params)}"
+        text = f"numel == {display_expr(rule.value)}: {names(rule.params)}"
     elif isinstance(rule, BroadcastsTo):
         verb = "broadcasts" if len(rule.params) == 1 else "broadcast"
         text = f"{names(rule.params)} {verb} to the shape of {rule.target}"

@@ -129,7 +129,7 @@ def _functional(op: Op) -> List[str]:
                    f"unpack_out(out, {len(outputs)}, \"out\")")
     for o in outputs:
         out.append(f"    if {_alloc_guard(op, o)}:")
-        out.append(f"        {o.py_name} = new_output({o.alloc.shape}, {o.alloc.dtype})")
+        out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype})")
     call = [p.py_name for p in op.params]
     out += _join_wrapped(f"_, executor = {op.c_name}GetWorkspaceSize(", call, ")", "    ")
     out.append("    run_functional(executor)")
@@ -205,6 +205,7 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            '"""Per-op bindings: for each registry op the two-phase aclnn functions (the C names and',
            "argument order, called without the GIL) and the functional form that allocates outputs.",
            '"""',
+           "from math import prod", "",
            "from libc.stdint cimport int64_t, uint64_t", "",
            "from aclnn_cpu._glue cimport (",
            "    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,",
@@ -216,7 +217,15 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
             "cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):",
             '    """Whether a well-formed mask (`size` flags) switches output `index` on; a malformed',
             '    one allocates nothing and the C validator reports it."""',
-            "    return flags is not None and len(flags) == size and bool(flags[index])"]
+            "    return flags is not None and len(flags) == size and bool(flags[index])",
+            "", "",
+            "cdef object _new_output(object shape, object dtype):",
+            '    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative or huge',
+            '    size), so that the C validator, not NumPy, names the argument behind it."""',
+            "    try:",
+            "        return new_output(shape, dtype)",
+            "    except (ValueError, OverflowError, MemoryError):",
+            "        return new_output((0,), dtype)"]
     for op in ops:
         out += ["", "", f"# ---- {op.c_name} ({op.path}) " + "-" * max(0, 80 - len(op.c_name) - len(op.path)),
                 ""]

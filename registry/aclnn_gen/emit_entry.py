@@ -13,7 +13,7 @@ from . import model
 from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, implicit_rank_tensors, phase1_params,
                        prototype, structure_position)
 from .exprs import cpp_string_literal as lit
-from .exprs import parse_template, template_to_cpp
+from .exprs import cpp_identifiers, display_expr, parse_template, template_to_cpp
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 from .text import wrap
@@ -53,7 +53,18 @@ class _Checks:
     def statement(self, cond: str, status: str, message: str, indent: str) -> List[str]:
         ret = f"{indent}  return reject({status}, kOpName, {message});"
         if len(ret) > 100:
-            ret = f"{indent}  return reject({status}, kOpName,\n{indent}                {message});"
+            pad = indent + " " * 16
+            pieces = _split_concat(message)
+            lines = [f"{indent}  return reject({status}, kOpName,"]
+            current = pad
+            for i, piece in enumerate(pieces):
+                piece = piece + (" + " if i + 1 < len(pieces) else ");")
+                if len(current) + len(piece.rstrip()) > 100 and current.strip():
+                    lines.append(current.rstrip())
+                    current = pad
+                current += piece
+            lines.append(current.rstrip())
+            ret = "\n".join(lines)
         return [f"{indent}if ({cond}) {{", ret, f"{indent}}}"]
 
     def rule(self, index: int, rule: Rule) -> List[str]:
@@ -67,16 +78,17 @@ class _Checks:
         override = template_to_cpp(parse_template(rule.message)) if rule.message else None
         for guard, setup, cond, message in self._conditions(rule):
             msg = override or message
-            inner = indent
-            lines: List[str] = []
-            if guard or setup:
-                lines.append(f"{indent}if ({guard}) {{" if guard else f"{indent}{{")
-                inner = indent + "  "
-            lines += [f"{inner}{s}" for s in setup]
-            lines += self.statement(cond, status, msg, inner)
-            if guard or setup:
-                lines.append(f"{indent}}}")
-            out += lines
+            if not setup:
+                if guard:
+                    compound = any(op in cond for op in ("&&", "||", "?"))
+                    cond = f"{guard} && " + (f"({cond})" if compound else cond)
+                out += self.statement(cond, status, msg, indent)
+                continue
+            inner = indent + "  "
+            out.append(f"{indent}if ({guard}) {{" if guard else f"{indent}{{")
+            out += [f"{inner}{s}" for s in setup]
+            out += self.statement(cond, status, msg, inner)
+            out.append(f"{indent}}}")
         if rule.when:
             out.append("  }")
         return out
@@ -140,7 +152,7 @@ class _Checks:
                                f"numel({name}) != expected",
                                f'{lit(f"{name} has ")} + to_string(numel({name})) + '
                                f'" elements, expected " + to_string(expected) + '
-                               f'{lit(f" ({rule.value})")}'))
+                               f'{lit(f" ({display_expr(rule.value)})")}'))
         elif isinstance(rule, BroadcastsTo):
             target = rule.target
             for name in rule.params:
@@ -169,6 +181,36 @@ class _Checks:
         else:  # pragma: no cover - the loader knows every kind
             raise AssertionError(rule.kind)
         return checks
+
+
+def _split_concat(expr: str) -> List[str]:
+    """Splits a C++ `a + b + c` expression at its top-level ` + ` (not inside () or strings)."""
+    pieces: List[str] = []
+    depth = 0
+    in_string = False
+    start = 0
+    i = 0
+    while i < len(expr):
+        ch = expr[i]
+        if in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and expr.startswith(" + ", i):
+            pieces.append(expr[start:i])
+            start = i + 3
+            i += 3
+            continue
+        i += 1
+    pieces.append(expr[start:])
+    return pieces
 
 
 def _structure_block(op: Op) -> List[str]:
@@ -224,6 +266,13 @@ def _validator(op: Op) -> List[str]:
         out += _structure_block(op)
     out += _implicit_block(op)
     out += ["  return kSuccess;", "}"]
+    body = "\n".join(out[3:])
+    unused = [p.name for p in op.params if p.name not in cpp_identifiers(body)]
+    if unused:
+        at = out.index(next(line for line in out if line.endswith(") {")))
+        out.insert(at + 1, "  // Read by no rule: " + ", ".join(unused) + ".")
+        for name in reversed(unused):
+            out.insert(at + 2, f"  static_cast<void>({name});")
     return out
 
 

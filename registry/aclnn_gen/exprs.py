@@ -154,3 +154,32 @@ def template_to_cpp(parts: List[TemplatePart]) -> str:
 def split_template_pieces(parts: List[TemplatePart]) -> List[Tuple[bool, str]]:
     """[(is_expr, text)] for emitters that render templates for people (docs)."""
     return [(isinstance(p, Placeholder), str(p)) for p in parts]
+
+
+_CHECKED_MUL = re.compile(r"checked_mul\(\{([^{}]*)\}\)")
+
+
+def split_top_level(text: str, sep: str = ",") -> List[str]:
+    """Splits at `sep` outside (), [], {} and string literals."""
+    parts: List[str] = []
+    depth = 0
+    start = 0
+    masked = _STRING_LITERAL.sub(lambda m: "_" * len(m.group(0)), text)
+    for i, ch in enumerate(masked):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def display_expr(expr: str) -> str:
+    """A C++ snippet as people read it: checked_mul({N, C, HxW}) -> N * C * HxW."""
+    def product(m: "re.Match[str]") -> str:
+        factors = [f.strip() for f in split_top_level(m.group(1))]
+        return " * ".join(f if re.fullmatch(r"[\w.]+|\w+\(.*\)", f) else f"({f})" for f in factors)
+    return _CHECKED_MUL.sub(product, expr)

@@ -48,8 +48,9 @@ RESERVED_C_NAMES = frozenset({
 RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_output", "shape_of",
                                "unpack_out", "run_functional"})
 # Names Python allocation expressions may use besides the op's own Python names.
-ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "len", "tuple", "int", "max", "min",
-                                 "None", "True", "False"})
+# (prod is math.prod, imported by the generated _ops.pyx.)
+ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "prod", "len", "tuple", "int", "max",
+                                 "min", "all", "any", "None", "True", "False"})
 
 TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": True, "summary": True,
             "description": False, "products": True, "dtype_sets": True, "params": True,
@@ -88,7 +89,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return "a list"
+        return "[" + ", ".join(_describe(v) for v in value) + "]"
     if isinstance(value, dict):
         return "a mapping"
     return repr(value)
@@ -418,8 +419,8 @@ class _OpReader:
         if target is None:
             raise self.err(items[0], f"mask of {what} refers to undeclared param '{array}'")
         if target.kind != "bool_array":
-            raise self.err(items[0], f"mask of {what} refers to '{array}', which is a "
-                                     f"{target.kind}, not a bool_array")
+            raise self.err(items[0], f"mask of {what} refers to '{array}' of kind "
+                                     f"'{target.kind}', not a bool_array")
         if not 0 <= index < target.size:
             raise self.err(items[1], f"mask index {index} of {what} is out of range for "
                                      f"'{array}' of size {target.size}")
@@ -636,9 +637,9 @@ class _OpReader:
                                      f"(params: {', '.join(self.by_name)})")
             if kind == "value_in":
                 if param.kind != "int64":
-                    raise self.err(item, f"{what} applies to int64 params; '{name}' is a {param.kind}")
+                    raise self.err(item, f"{what} applies to int64 params; '{name}' is of kind '{param.kind}'")
             elif not param.is_tensor:
-                raise self.err(item, f"{what} applies to tensors; '{name}' is a {param.kind}")
+                raise self.err(item, f"{what} applies to tensors; '{name}' is of kind '{param.kind}'")
             if kind == "not_null" and param.optional:
                 raise self.err(item, f"'{name}' is optional and cannot be in a not_null rule")
             names.append(name)
@@ -657,7 +658,7 @@ class _OpReader:
             raise self.err(node, f"{what} refers to undeclared param '{name}' "
                                  f"(params: {', '.join(self.by_name)})")
         if not param.is_tensor:
-            raise self.err(node, f"{what} applies to tensors; '{name}' is a {param.kind}")
+            raise self.err(node, f"{what} applies to tensors; '{name}' is of kind '{param.kind}'")
         if always_present and param.may_be_absent:
             raise self.err(node, f"{what} needs '{name}' to always be present, but it may be null")
         return param

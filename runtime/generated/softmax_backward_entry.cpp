@@ -121,7 +121,8 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* output, int64
   //   8 dims.
   if (rank(gradOutput) > 8) {
     return reject(kParamInvalid, kOpName,
-                  "gradOutput has rank " + to_string(rank(gradOutput)) + ", more than the supported 8");
+                  "gradOutput has rank " + to_string(rank(gradOutput)) +
+                  ", more than the supported 8");
   }
   if (rank(output) > 8) {
     return reject(kParamInvalid, kOpName,
@@ -135,38 +136,47 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* output, int64
   //   not a supported dtype.
   if (!dtypes_float().contains(dtype(gradOutput))) {
     return reject(kParamInvalid, kOpName,
-                  "gradOutput has dtype " + to_string(dtype(gradOutput)) + ", not supported on " + to_string(product()) + " (supported: " + dtypes_float().names() + ")");
+                  "gradOutput has dtype " + to_string(dtype(gradOutput)) + ", not supported on " +
+                  to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
   if (!dtypes_float().contains(dtype(output))) {
     return reject(kParamInvalid, kOpName,
-                  "output has dtype " + to_string(dtype(output)) + ", not supported on " + to_string(product()) + " (supported: " + dtypes_float().names() + ")");
+                  "output has dtype " + to_string(dtype(output)) + ", not supported on " +
+                  to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
   // Rule 4 (dtype_in, registry/softmax_backward.yaml:54): out is a float dtype (cast on write);
   //   DESIGN.md adds float64.
   if (!dtypes_float_out().contains(dtype(out))) {
     return reject(kParamInvalid, kOpName,
-                  "out has dtype " + to_string(dtype(out)) + ", not supported on " + to_string(product()) + " (supported: " + dtypes_float_out().names() + ")");
+                  "out has dtype " + to_string(dtype(out)) + ", not supported on " +
+                  to_string(product()) + " (supported: " + dtypes_float_out().names() + ")");
   }
   // Rule 5 (same_dtype, registry/softmax_backward.yaml:58): output has the dtype of gradOutput.
   if (dtype(output) != dtype(gradOutput)) {
     return reject(kParamInvalid, kOpName,
-                  "output has dtype " + to_string(dtype(output)) + ", expected " + to_string(dtype(gradOutput)) + " (the dtype of gradOutput)");
+                  "output has dtype " + to_string(dtype(output)) + ", expected " +
+                  to_string(dtype(gradOutput)) + " (the dtype of gradOutput)");
   }
   // Rule 6 (same_shape, registry/softmax_backward.yaml:61): output and out have the shape of
   //   gradOutput.
   if (shape(output) != shape(gradOutput)) {
     return reject(kParamInvalid, kOpName,
-                  "output has shape " + to_string(shape(output)) + ", expected " + to_string(shape(gradOutput)) + " (the shape of gradOutput)");
+                  "output has shape " + to_string(shape(output)) + ", expected " +
+                  to_string(shape(gradOutput)) + " (the shape of gradOutput)");
   }
   if (shape(out) != shape(gradOutput)) {
     return reject(kParamInvalid, kOpName,
-                  "out has shape " + to_string(shape(out)) + ", expected " + to_string(shape(gradOutput)) + " (the shape of gradOutput)");
+                  "out has shape " + to_string(shape(out)) + ", expected " +
+                  to_string(shape(gradOutput)) + " (the shape of gradOutput)");
   }
   // Rule 7 (check, registry/softmax_backward.yaml:64): 161002 #2: dim is not within the dims of
   //   gradOutput (#1, dim not an int, cannot happen in C).
   if (!(dim >= -std::max<int64_t>(rank(gradOutput), 1) && dim < std::max<int64_t>(rank(gradOutput), 1))) {
     return reject(kParamInvalid, kOpName,
-                  std::string("dim ") + to_string(dim) + " is out of range [" + to_string(-std::max<int64_t>(rank(gradOutput), 1)) + ", " + to_string(std::max<int64_t>(rank(gradOutput), 1)) + ") for gradOutput of rank " + to_string(rank(gradOutput)));
+                  std::string("dim ") + to_string(dim) + " is out of range [" +
+                  to_string(-std::max<int64_t>(rank(gradOutput), 1)) + ", " +
+                  to_string(std::max<int64_t>(rank(gradOutput), 1)) + ") for gradOutput of rank " +
+                  to_string(rank(gradOutput)));
   }
   // Implicit: outputs are writable, write no location twice and share no memory
   // with an input or another output (absent tensors pass).
@@ -181,11 +191,9 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* output, int64
 }  // namespace
 }  // namespace aclnn_cpu
 
-extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
-                                                                      const aclTensor* output,
-                                                                      int64_t dim, aclTensor* out,
-                                                                      uint64_t* workspaceSize,
-                                                                      aclOpExecutor** executor) {
+extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
+    const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
   clear_error();
   try {
@@ -223,8 +231,8 @@ extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclT
   }
 }
 
-extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackward(void* workspace, uint64_t workspaceSize,
-                                                      aclOpExecutor* executor, aclrtStream stream) {
+extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackward(
+    void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
   aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnSoftmaxBackward", workspace, workspaceSize, executor, stream);
 }
