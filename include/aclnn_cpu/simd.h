@@ -34,10 +34,11 @@
 #endif
 
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-// GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized (their _mm512_undefined_*
+// GCC 12's AVX-512 intrinsic headers trip -W(maybe-)uninitialized (their _mm512_undefined_*
 // helpers); the warning points into the header, so silencing it around the include is enough.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #define ACLNN_SIMD_X86 1
@@ -107,11 +108,29 @@ inline VecI trunc_to_int(VecF v) { return __builtin_convertvector(v, VecI); }
 
 // Sum of the lanes in a fixed pairwise order: lane i += lane i + w for w = kWidth/2, ..., 1.
 inline float reduce_add(VecF v) {
+#if ACLNN_SIMD_X86
+  // The same tree with shuffles: each step adds the upper half of the live lanes to the lower.
+  __m128 quad;
+#if ACLNN_ISA_LEVEL == 2
+  const __m512 z = (__m512)v;
+  const __m256 oct = _mm256_add_ps(_mm512_castps512_ps256(z),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(z), 1)));
+  quad = _mm_add_ps(_mm256_castps256_ps128(oct), _mm256_extractf128_ps(oct, 1));
+#elif ACLNN_ISA_LEVEL == 1
+  const __m256 oct = (__m256)v;
+  quad = _mm_add_ps(_mm256_castps256_ps128(oct), _mm256_extractf128_ps(oct, 1));
+#else
+  quad = (__m128)v;
+#endif
+  const __m128 pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));          // lanes 0+2, 1+3
+  return _mm_cvtss_f32(_mm_add_ss(pair, _mm_shuffle_ps(pair, pair, 0x55)));  // (0+2)+(1+3)
+#else
   float lane[kWidth];
   std::memcpy(lane, &v, sizeof v);
   for (int w = kWidth / 2; w >= 1; w /= 2)
     for (int i = 0; i < w; ++i) lane[i] += lane[i + w];
   return lane[0];
+#endif
 }
 
 inline VecF floor(VecF v) {
@@ -289,7 +308,15 @@ inline void store<double>(double* p, VecF v) {
 #endif
 }
 
-// Tails: n in [0, kWidth).
+// Tails: n in [0, kWidth). AVX-512 uses masked moves; elsewhere fp32 on AVX2 uses vmaskmov and the
+// rest goes through a small buffer copied element by element (a constant-trip loop, so it unrolls
+// instead of becoming a memcpy call).
+#if ACLNN_ISA_LEVEL == 1
+inline __m256i lanes_below(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+#endif
+
 template <class T>
 inline VecF load_partial(const T* p, int64_t n) {
 #if ACLNN_ISA_LEVEL == 2
@@ -302,9 +329,27 @@ inline VecF load_partial(const T* p, int64_t n) {
     std::memcpy(buffer, &raw, sizeof buffer);
     return load(static_cast<const T*>(buffer));
   }
+#elif ACLNN_ISA_LEVEL == 1
+  if constexpr (sizeof(T) == 4) {
+    return (VecF)_mm256_maskload_ps(reinterpret_cast<const float*>(p), lanes_below(n));
+  } else if constexpr (sizeof(T) == 2) {
+    // Whole pairs with a 32-bit masked load, an odd last element blended in: no byte-wise
+    // buffer, whose narrow stores would stall the wide load (failed store forwarding).
+    const __m128i pairs = _mm_cmpgt_epi32(_mm_set1_epi32(int(n / 2)), _mm_setr_epi32(0, 1, 2, 3));
+    __m128i raw = _mm_maskload_epi32(reinterpret_cast<const int*>(p), pairs);
+    if (n & 1) {
+      const uint16_t last = reinterpret_cast<const uint16_t*>(p)[n - 1];
+      const __m128i at_last = _mm_cmpeq_epi16(_mm_set1_epi16(short(n - 1)), _mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7));
+      raw = _mm_or_si128(raw, _mm_and_si128(at_last, _mm_set1_epi16(short(last))));
+    }
+    T buffer[kWidth];
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(buffer), raw);
+    return load(static_cast<const T*>(buffer));
+  }
 #endif
   T buffer[kWidth] = {};
-  std::memcpy(buffer, p, size_t(n) * sizeof(T));
+  for (int i = 0; i < kWidth; ++i)
+    if (i < n) buffer[i] = p[i];
   return load(static_cast<const T*>(buffer));
 }
 
@@ -320,13 +365,31 @@ inline void store_partial(T* p, VecF v, int64_t n) {
     store(buffer, v);
     __m256i raw;
     std::memcpy(&raw, buffer, sizeof raw);
+    // Keep the narrowing in a register: GCC would otherwise fuse it with the masked store into
+    // a masked vpmovdw to memory, which is very slow on AMD Zen 4.
+    __asm__("" : "+v"(raw));
     _mm256_mask_storeu_epi16(p, mask, raw);
+    return;
+  }
+#elif ACLNN_ISA_LEVEL == 1
+  if constexpr (sizeof(T) == 4) {
+    _mm256_maskstore_ps(reinterpret_cast<float*>(p), lanes_below(n), (__m256)v);
+    return;
+  } else if constexpr (sizeof(T) == 2) {
+    T buffer[kWidth];
+    store(buffer, v);
+    __m128i raw;
+    std::memcpy(&raw, buffer, sizeof raw);
+    const __m128i pairs = _mm_cmpgt_epi32(_mm_set1_epi32(int(n / 2)), _mm_setr_epi32(0, 1, 2, 3));
+    _mm_maskstore_epi32(reinterpret_cast<int*>(p), pairs, raw);
+    if (n & 1) p[n - 1] = buffer[n - 1];
     return;
   }
 #endif
   T buffer[kWidth];
   store(buffer, v);
-  std::memcpy(p, buffer, size_t(n) * sizeof(T));
+  for (int i = 0; i < kWidth; ++i)
+    if (i < n) p[i] = buffer[i];
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,346 @@
+// aclnnSoftmaxBackward kernel: out = output * (gradOutput - sum_dim(gradOutput * output)).
+//
+// The tensor is viewed as [outer, size, inner] around the softmax dim. Three paths:
+//   * rows (contiguous, inner == 1): each row is summed then written while it is still in
+//     cache; rows longer than kRowChunk are summed in fixed chunks whose fp32 partials go
+//     through the workspace, so long rows are parallel too and the result never depends on
+//     the thread count;
+//   * columns (contiguous, inner > 1): vectorised across inner, blocked over inner so one
+//     block's [size x width] tile is summed and then rewritten from cache; each column's sum
+//     runs over the dim in order, so blocking cannot change a result;
+//   * strided (anything else): rows enumerated with an N-d index, contiguous rows reuse the
+//     row kernels, others run scalar.
+// Arithmetic and accumulation are fp32 for every dtype; out may have its own dtype (float32,
+// float16, bfloat16 or float64). A float64 out receives the fp32 result widened exactly.
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "aclnn_cpu/ops/softmax_backward_args.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/simd.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+using namespace simd;
+
+constexpr int64_t kRowChunk = 16384;     // elements per partial sum of a long row
+constexpr int64_t kGrainElems = 32768;   // fewest elements worth a thread of their own
+constexpr int64_t kShortRow = 32;        // rows shorter than this are handled in flat blocks
+constexpr int64_t kShortBlock = 2048;    // floats of a flat block of short rows
+constexpr int64_t kRunBytes = 16384;     // widest column block, in bytes of one input row
+constexpr int64_t kMaxBlock = kRunBytes / 2;        // its floats of stack accumulators (32 KiB)
+constexpr int64_t kTileBytes = 4 * 1024 * 1024;     // a block's inputs should stay in cache
+
+struct Layout {
+  int dim = 0;  // normalised; a 0-d tensor is treated as shape [1]
+  int64_t outer = 1, size = 1, inner = 1;
+  bool contiguous = false;
+  int64_t row_chunks = 1;  // > 1: rows path with workspace partials
+};
+
+Layout make_layout(const SoftmaxBackwardArgs& a) {
+  Layout l;
+  const int rank = a.gradOutput.ndim;
+  int64_t dim = a.dim;
+  if (dim < 0) dim += std::max(rank, 1);
+  l.dim = int(dim);
+  for (int i = 0; i < rank; ++i) {
+    if (i < l.dim) l.outer *= a.gradOutput.shape[i];
+    else if (i == l.dim) l.size = a.gradOutput.shape[i];
+    else l.inner *= a.gradOutput.shape[i];
+  }
+  l.contiguous = a.gradOutput.is_contiguous() && a.output.is_contiguous() && a.out.is_contiguous();
+  if (l.contiguous && l.inner == 1) l.row_chunks = std::max<int64_t>(1, (l.size + kRowChunk - 1) / kRowChunk);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row kernels (contiguous along the dim).
+
+// sum(g * y) over n elements; four accumulators, combined in a fixed order.
+template <class T>
+float dot_row(const T* g, const T* y, int64_t n) {
+  VecF a0 = zero(), a1 = zero(), a2 = zero(), a3 = zero();
+  int64_t i = 0;
+  for (; i + 4 * kWidth <= n; i += 4 * kWidth) {
+    a0 = fma(load(g + i), load(y + i), a0);
+    a1 = fma(load(g + i + kWidth), load(y + i + kWidth), a1);
+    a2 = fma(load(g + i + 2 * kWidth), load(y + i + 2 * kWidth), a2);
+    a3 = fma(load(g + i + 3 * kWidth), load(y + i + 3 * kWidth), a3);
+  }
+  for (; i + kWidth <= n; i += kWidth) a0 = fma(load(g + i), load(y + i), a0);
+  if (i < n) a1 = fma(load_partial(g + i, n - i), load_partial(y + i, n - i), a1);
+  return reduce_add((a0 + a1) + (a2 + a3));
+}
+
+template <class T, class O>
+void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
+  const VecF s = set1(sum);
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store(out + i, load(y + i) * (load(g + i) - s));
+  if (i < n) store_partial(out + i, load_partial(y + i, n - i) * (load_partial(g + i, n - i) - s), n - i);
+}
+
+template <class O>
+inline void put(O* p, float v) {
+  *p = from_float<O>(v);
+}
+template <>
+inline void put<double>(double* p, float v) {
+  *p = double(v);
+}
+
+// Rows shorter than kShortRow: a per-row reduction would cost more than the row itself, so a
+// block of rows is handled flat: products vectorised into a buffer, each row summed in order
+// and its sum spread over the row's slots, then the output vectorised over the whole block.
+
+// Sums each row of `rows` rows of N floats in order and overwrites the row with its sum. N is a
+// compile-time constant so the loops unroll; sum_spread_any is the fallback.
+template <int N>
+void sum_spread(float* buffer, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = buffer + r * N;
+    float sum = row[0];
+    for (int k = 1; k < N; ++k) sum += row[k];
+    for (int k = 0; k < N; ++k) row[k] = sum;
+  }
+}
+
+void sum_spread_any(float* buffer, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = buffer + r * n;
+    float sum = row[0];
+    for (int64_t k = 1; k < n; ++k) sum += row[k];
+    for (int64_t k = 0; k < n; ++k) row[k] = sum;
+  }
+}
+
+template <int... Ns>
+void sum_spread_dispatch(float* buffer, int64_t rows, int64_t n, std::integer_sequence<int, Ns...>) {
+  bool done = ((n == Ns + 1 ? (sum_spread<Ns + 1>(buffer, rows), true) : false) || ...);
+  if (!done) sum_spread_any(buffer, rows, n);
+}
+
+template <class T, class O>
+void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
+  const int64_t rows_per_block = kShortBlock / n;
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  parallel_for(blocks, std::max<int64_t>(1, kGrainElems / kShortBlock), [&](int64_t begin, int64_t end) {
+    alignas(64) float buffer[kShortBlock];
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t r0 = b * rows_per_block, nr = std::min(rows_per_block, rows - r0);
+      const int64_t m = nr * n, base = r0 * n;
+      const T* gb = g + base;
+      const T* yb = y + base;
+      O* ob = out + base;
+      int64_t i = 0;
+      for (; i + kWidth <= m; i += kWidth) store(buffer + i, load(gb + i) * load(yb + i));
+      if (i < m) store_partial(buffer + i, load_partial(gb + i, m - i) * load_partial(yb + i, m - i), m - i);
+      sum_spread_dispatch(buffer, nr, n, std::make_integer_sequence<int, kShortRow - 1>{});
+      for (i = 0; i + kWidth <= m; i += kWidth) store(ob + i, load(yb + i) * (load(gb + i) - load(buffer + i)));
+      if (i < m) {
+        const int64_t rest = m - i;
+        store_partial(ob + i, load_partial(yb + i, rest) * (load_partial(gb + i, rest) - load_partial(buffer + i, rest)), rest);
+      }
+    }
+  });
+}
+
+template <class T, class O>
+void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials) {
+  const int64_t n = l.size;
+  if (n < kShortRow) return short_rows(g, y, out, l.outer, n);
+  if (l.row_chunks == 1) {
+    parallel_for(l.outer, std::max<int64_t>(1, kGrainElems / n), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t base = r * n;
+        write_row(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
+      }
+    });
+    return;
+  }
+  // Long rows: chunk partial sums first, then each chunk combines its row's partials in chunk
+  // order (every chunk of a row computes the same value) and writes.
+  const int64_t chunks = l.row_chunks;
+  const int64_t tasks = l.outer * chunks;
+  parallel_for(tasks, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r = t / chunks, c = t % chunks;
+      const int64_t start = r * n + c * kRowChunk, len = std::min(kRowChunk, n - c * kRowChunk);
+      partials[t] = dot_row(g + start, y + start, len);
+    }
+  });
+  parallel_for(tasks, 2, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r = t / chunks, c = t % chunks;
+      float sum = 0.0f;
+      for (int64_t k = 0; k < chunks; ++k) sum += partials[r * chunks + k];
+      const int64_t start = r * n + c * kRowChunk, len = std::min(kRowChunk, n - c * kRowChunk);
+      write_row(g + start, y + start, out + start, len, sum);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Column kernels (contiguous, dim not last): a [size x width] tile at stride `inner`.
+
+template <class T, class O>
+void column_tile(const T* g, const T* y, O* out, int64_t size, int64_t inner, int64_t width) {
+  alignas(64) float acc[kMaxBlock];
+  const int64_t full = width - width % kWidth;
+  for (int64_t j = 0; j < width; ++j) acc[j] = 0.0f;
+  for (int64_t d = 0; d < size; ++d) {
+    const T* gd = g + d * inner;
+    const T* yd = y + d * inner;
+    int64_t j = 0;
+    for (; j < full; j += kWidth) store(acc + j, fma(load(gd + j), load(yd + j), load(acc + j)));
+    for (; j < width; ++j) acc[j] += to_float(gd[j]) * to_float(yd[j]);
+  }
+  for (int64_t d = 0; d < size; ++d) {
+    const T* gd = g + d * inner;
+    const T* yd = y + d * inner;
+    O* od = out + d * inner;
+    int64_t j = 0;
+    for (; j < full; j += kWidth) store(od + j, load(yd + j) * (load(gd + j) - load(acc + j)));
+    if (j < width) {
+      const int64_t rest = width - j;
+      store_partial(od + j, load_partial(yd + j, rest) * (load_partial(gd + j, rest) - load_partial(acc + j, rest)), rest);
+    }
+  }
+}
+
+template <class T, class O>
+void columns_path(const T* g, const T* y, O* out, const Layout& l) {
+  // Block width (the sums do not depend on it): long contiguous runs per row keep the hardware
+  // prefetchers streaming, the tile's inputs should stay in cache between the sum and the
+  // write, and there should be a few blocks per thread.
+  const int64_t tile_width = kTileBytes / std::max<int64_t>(1, l.size * 2 * int64_t(sizeof(T)));
+  const int64_t per_thread = (l.outer * l.inner + 4 * num_threads() - 1) / (4 * num_threads());
+  int64_t width = std::min({tile_width, kRunBytes / int64_t(sizeof(T)), per_thread});
+  width = std::max<int64_t>(kWidth, width - width % kWidth);
+  width = std::min(width, l.inner);
+  const int64_t blocks = (l.inner + width - 1) / width;
+  const int64_t tasks = l.outer * blocks;
+  const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, l.size * width));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t o = t / blocks, b = t % blocks;
+      const int64_t j0 = b * width, w = std::min(width, l.inner - j0);
+      const int64_t base = o * l.size * l.inner + j0;
+      column_tile(g + base, y + base, out + base, l.size, l.inner, w);
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// General strided path: one row per combination of the other dims' indices.
+
+template <class T, class O>
+void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
+  const TensorView& G = a.gradOutput;
+  const TensorView& Y = a.output;
+  const TensorView& R = a.out;
+  // The other dims, in order; their row-major enumeration gives the rows.
+  int m = 0;
+  int64_t shape[kMaxDims], sg[kMaxDims], sy[kMaxDims], so[kMaxDims];
+  for (int i = 0; i < G.ndim; ++i) {
+    if (i == l.dim) continue;
+    shape[m] = G.shape[i];
+    sg[m] = G.strides[i];
+    sy[m] = Y.strides[i];
+    so[m] = R.strides[i];
+    ++m;
+  }
+  const bool has_dim = G.ndim > 0;
+  const int64_t dg = has_dim ? G.strides[l.dim] : 1;
+  const int64_t dy = has_dim ? Y.strides[l.dim] : 1;
+  const int64_t dout = has_dim ? R.strides[l.dim] : 1;
+  const int64_t n = l.size;
+  const bool unit = dg == 1 && dy == 1 && dout == 1;
+  const T* g0 = G.ptr<const T>();
+  const T* y0 = Y.ptr<const T>();
+  O* out0 = R.ptr<O>();
+
+  parallel_for(l.outer * l.inner, std::max<int64_t>(1, kGrainElems / n), [&](int64_t begin, int64_t end) {
+    int64_t idx[kMaxDims] = {};
+    int64_t og = 0, oy = 0, oo = 0;
+    int64_t rest = begin;
+    for (int k = m - 1; k >= 0; --k) {
+      idx[k] = rest % shape[k];
+      rest /= shape[k];
+      og += idx[k] * sg[k];
+      oy += idx[k] * sy[k];
+      oo += idx[k] * so[k];
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      const T* g = g0 + og;
+      const T* y = y0 + oy;
+      O* out = out0 + oo;
+      if (unit) {
+        write_row(g, y, out, n, dot_row(g, y, n));
+      } else {
+        float sum = 0.0f;
+        for (int64_t d = 0; d < n; ++d) sum += to_float(g[d * dg]) * to_float(y[d * dy]);
+        for (int64_t d = 0; d < n; ++d) put(out + d * dout, to_float(y[d * dy]) * (to_float(g[d * dg]) - sum));
+      }
+      // Next row: odometer increment over the other dims.
+      for (int k = m - 1; k >= 0; --k) {
+        og += sg[k];
+        oy += sy[k];
+        oo += so[k];
+        if (++idx[k] < shape[k]) break;
+        og -= sg[k] * shape[k];
+        oy -= sy[k] * shape[k];
+        oo -= so[k] * shape[k];
+        idx[k] = 0;
+      }
+    }
+  });
+}
+
+template <class T, class O>
+void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
+  if (!l.contiguous) return strided_path<T, O>(a, l);
+  const T* g = a.gradOutput.ptr<const T>();
+  const T* y = a.output.ptr<const T>();
+  O* out = a.out.ptr<O>();
+  if (l.inner == 1) rows_path(g, y, out, l, partials);
+  else columns_path(g, y, out, l);
+}
+
+template <class T>
+aclnnStatus run_out(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
+  switch (a.out.dtype) {
+    case DType::Float32: run_typed<T, float>(a, l, partials); return kSuccess;
+    case DType::Float16: run_typed<T, half_t>(a, l, partials); return kSuccess;
+    case DType::BFloat16: run_typed<T, bfloat16_t>(a, l, partials); return kSuccess;
+    case DType::Float64: run_typed<T, double>(a, l, partials); return kSuccess;
+    default: return kInner;
+  }
+}
+
+}  // namespace
+
+uint64_t softmax_backward_workspace(const SoftmaxBackwardArgs& args) {
+  if (args.gradOutput.numel() == 0) return 0;
+  const Layout l = make_layout(args);
+  return l.row_chunks > 1 ? uint64_t(l.outer * l.row_chunks) * sizeof(float) : 0;
+}
+
+aclnnStatus softmax_backward(const SoftmaxBackwardArgs& args, void* workspace) {
+  if (args.gradOutput.numel() == 0) return kSuccess;
+  const Layout l = make_layout(args);
+  float* partials = static_cast<float*>(workspace);
+  switch (args.gradOutput.dtype) {
+    case DType::Float32: return run_out<float>(args, l, partials);
+    case DType::Float16: return run_out<half_t>(args, l, partials);
+    case DType::BFloat16: return run_out<bfloat16_t>(args, l, partials);
+    default: return kInner;
+  }
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
