@@ -1,0 +1,28 @@
+"""The hand-written C API programs (tests/c_api/programs/*.cpp, built on harness.h): executor
+lifecycle and phase 2, the acl runtime subset, product lines chosen by aclInit's configuration
+file, and thread-local error messages. Each runs natively and once under valgrind memcheck."""
+from __future__ import annotations
+
+import pytest
+
+from capi_build import assert_program_passed, run_program
+
+# program -> whether it takes a scratch directory argument
+PROGRAMS = {"executors": False, "acl_runtime": True, "product_config": True,
+            "thread_messages": False}
+
+
+def _args(programs, name, tmp_path):
+    return [programs[name]] + ([tmp_path] if PROGRAMS[name] else [])
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program(name, programs, tmp_path):
+    done = run_program(_args(programs, name, tmp_path))
+    assert_program_passed(done, name)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_under_valgrind(name, programs, valgrind, tmp_path):
+    done = valgrind(_args(programs, name, tmp_path))
+    assert_program_passed(done, f"{name} under valgrind")
