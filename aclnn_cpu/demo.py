@@ -37,10 +37,9 @@ def _show(name: str, value) -> str:
     if value is None:
         return f"  {name}: None (masked off)"
     arr = np.asarray(value)
-    text = np.array2string(arr.astype(np.float64) if arr.dtype.kind == "V" or arr.dtype.name == "bfloat16" else arr,
-                           precision=6, suppress_small=True, max_line_width=100)
-    body = text.replace("\n", "\n" + " " * (len(name) + 4))
-    return f"  {name} {list(arr.shape)} {arr.dtype}: {body}"
+    shown = arr.astype(np.float64) if arr.dtype.name == "bfloat16" else arr
+    text = np.array2string(shown, precision=6, suppress_small=True, max_line_width=96)
+    return f"  {name} {list(arr.shape)} {arr.dtype}:\n    " + text.replace("\n", "\n    ")
 
 
 def main() -> int:
