@@ -168,8 +168,8 @@ def describe_rule(op: Op, rule: Rule) -> str:
 # ---- the structural checks every op gets --------------------------------------------------------
 
 def structure_position(op: Op) -> int:
-    """Index of the first declared rule that is not a not_null rule: the layout checks (and bool
-    array sizes) run right before it, so no rule ever measures a malformed tensor."""
+    """Index of the first declared rule that is not a not_null rule: the layout checks run right
+    before it, so no rule ever measures a malformed tensor."""
     for i, rule in enumerate(op.rules):
         if not isinstance(rule, NotNull):
             return i
@@ -188,8 +188,9 @@ def implicit_rank_tensors(op: Op) -> List[str]:
 
 
 IMPLICIT_RULES = (
-    ("structure", 161001, "every bool array param is non-null"),
-    ("structure", 161002, "every bool array has its declared size"),
+    ("first", 161001, "every bool array param is non-null"),
+    ("first", 161002, "every bool array has its declared size (its flags decide which outputs "
+                      "are required)"),
     ("structure", 161002, "every present tensor is addressable: dims >= 0, element count, byte "
                           "size and byte extent within int64, data non-null when it has elements "
                           "(checked right after the leading not_null rules)"),

@@ -41,7 +41,9 @@ def emit(op: Op) -> Tuple[str, str]:
     out: List[str] = [f"// {banner(op.path)}"]
     out += wrap(f"Kernel ABI of {op.c_name}: the validated operands the kernels "
                 f"{op.kernel} / {op.kernel}_workspace receive (ops/{op.kernel}.cpp).", 97, "// ", "// ")
-    out += ["#pragma once", "#include <cstdint>", "", '#include "aclnn_cpu/status.h"',
+    out += ["#pragma once", "#include <cstdint>", "",
+            '#include "aclnn_cpu/isa.h"  // defines ACLNN_ISA_NS in kernel builds (ACLNN_ISA_LEVEL)',
+            '#include "aclnn_cpu/status.h"',
             '#include "aclnn_cpu/tensor_view.h"', "", "namespace aclnn_cpu {", "",
             f"struct {op.args_struct} {{"]
     for p in op.params:

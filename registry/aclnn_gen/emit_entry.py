@@ -214,12 +214,8 @@ def _split_concat(expr: str) -> List[str]:
 
 
 def _structure_block(op: Op) -> List[str]:
-    out = ["  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.",
+    out = ["  // Structure, before any rule measures a tensor: every present tensor's layout.",
            "  // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)"]
-    for p in op.params:
-        if p.kind == "bool_array":
-            out.append(f"  if (const aclnnStatus failed = check_bool_array_size(kOpName, {lit(p.name)}, "
-                       f"{p.name}, {p.size})) return failed;")
     for p in op.tensors:
         out.append(f"  if (const aclnnStatus failed = check_layout(kOpName, {lit(p.name)}, {p.name})) "
                    f"return failed;")
@@ -252,10 +248,15 @@ def _validator(op: Op) -> List[str]:
         op.path.split("/")[-1]),
         "// Returns kSuccess or the first failure (its message recorded by reject())."]
     out.append(prototype("validate", [_validator_param(p) for p in op.params], 0) + " {")
+    # Bool arrays first: their flags decide which outputs the not_null rules require.
     for p in op.params:
         if p.kind == "bool_array":
             out += [f"  if ({p.name} == nullptr) {{",
                     f"    return reject(kParamNullptr, kOpName, {lit(f'{p.name} must not be null')});",
+                    "  }",
+                    f"  if (const aclnnStatus failed = check_bool_array_size(kOpName, {lit(p.name)}, "
+                    f"{p.name}, {p.size})) {{",
+                    "    return failed;  // kSuccess is 0: any other value is the recorded failure",
                     "  }"]
     position = structure_position(op)
     for i, rule in enumerate(op.rules):

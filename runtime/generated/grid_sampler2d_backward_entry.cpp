@@ -88,10 +88,15 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                      int64_t interpolationMode, int64_t paddingMode, bool alignCorners,
                      const aclBoolArray* outputMask, const aclTensor* inputGrad,
                      const aclTensor* gridGrad) {
-  // Read by no rule: alignCorners.
+  // Read by no rule: interpolationMode, paddingMode, alignCorners.
+  static_cast<void>(interpolationMode);
+  static_cast<void>(paddingMode);
   static_cast<void>(alignCorners);
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
+  }
+  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) {
+    return failed;  // kSuccess is 0: any other value is the recorded failure
   }
   // Rule 1 (not_null, registry/grid_sampler2d_backward.yaml:60): 161001: gradOutput, input or grid
   //   is null, or an output whose outputMask flag is true is null.
@@ -110,9 +115,8 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
   if (mask(outputMask, 1) && !present(gridGrad)) {
     return reject(kParamNullptr, kOpName, "gridGrad must not be null when outputMask[1] is true");
   }
-  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.
+  // Structure, before any rule measures a tensor: every present tensor's layout.
   // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)
-  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gradOutput", gradOutput)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "input", input)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "grid", grid)) return failed;

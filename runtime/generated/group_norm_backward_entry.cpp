@@ -92,6 +92,9 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
   }
+  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 3)) {
+    return failed;  // kSuccess is 0: any other value is the recorded failure
+  }
   // Rule 1 (not_null, registry/group_norm_backward.yaml:72): 161001 #1-#4: gradOut, input, mean or
   //   rstd is null, or an output whose outputMask flag is true is null.
   if (!present(gradOut)) {
@@ -117,9 +120,8 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
     return reject(kParamNullptr, kOpName,
                   "gradBetaOut must not be null when outputMask[2] is true");
   }
-  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.
+  // Structure, before any rule measures a tensor: every present tensor's layout.
   // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)
-  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 3)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gradOut", gradOut)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "input", input)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "mean", mean)) return failed;

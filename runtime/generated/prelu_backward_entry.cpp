@@ -103,7 +103,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* self, const a
   if (!present(gradWeight)) {
     return reject(kParamNullptr, kOpName, "gradWeight must not be null");
   }
-  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.
+  // Structure, before any rule measures a tensor: every present tensor's layout.
   // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)
   if (const aclnnStatus failed = check_layout(kOpName, "gradOutput", gradOutput)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "self", self)) return failed;

@@ -112,7 +112,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* output, int64
   if (!present(out)) {
     return reject(kParamNullptr, kOpName, "out must not be null");
   }
-  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.
+  // Structure, before any rule measures a tensor: every present tensor's layout.
   // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)
   if (const aclnnStatus failed = check_layout(kOpName, "gradOutput", gradOutput)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "output", output)) return failed;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "aclnn_cpu/isa.h"  // defines ACLNN_ISA_NS in kernel builds (ACLNN_ISA_LEVEL)
 #include "aclnn_cpu/status.h"
 #include "aclnn_cpu/tensor_view.h"
 

@@ -90,6 +90,9 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
   }
+  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) {
+    return failed;  // kSuccess is 0: any other value is the recorded failure
+  }
   // Rule 1 (not_null, registry/toy_blend_backward.yaml:41): 161001 #1
   if (!present(gradOut)) {
     return reject(kParamNullptr, kOpName, "gradOut must not be null");
@@ -103,9 +106,8 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
   if (mask(outputMask, 1) && !present(gradScale)) {
     return reject(kParamNullptr, kOpName, "gradScale must not be null when outputMask[1] is true");
   }
-  // Structure, before any rule measures a tensor: bool array sizes, tensor layouts.
+  // Structure, before any rule measures a tensor: every present tensor's layout.
   // (The check_* helpers return kSuccess, i.e. 0, or the status they recorded.)
-  if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gradOut", gradOut)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "self", self)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "scale", scale)) return failed;
