@@ -158,6 +158,10 @@ std::string to_string(const char* s) { return s ? s : "(null)"; }
 
 std::string to_string(const std::string& s) { return s; }
 
+std::string count_to_string(int64_t n) {
+  return n < 0 ? std::string("more than int64 can count") : std::to_string(n);
+}
+
 aclnnStatus reject(aclnnStatus status, const char* op, const std::string& message) {
   return fail(status, "%s: %s", op, message.c_str());
 }

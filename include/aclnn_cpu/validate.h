@@ -71,6 +71,9 @@ std::string to_string(T v) {
   return std::to_string(static_cast<unsigned long long>(v));
 }
 
+// An expected element count for messages: checked_mul's -1 reads "more than int64 can count".
+std::string count_to_string(int64_t n);
+
 // Records "<op>: <message>" as the thread's error and returns `status`.
 aclnnStatus reject(aclnnStatus status, const char* op, const std::string& message);
 

@@ -60,11 +60,6 @@ extern "C" {
  *   161002: N >= 0 [Sizes are not negative (DESIGN.md).]
  *   161002: C >= 0 [Sizes are not negative (DESIGN.md).]
  *   161002: HxW >= 0 [Sizes are not negative (DESIGN.md).]
- *   161002: gradInput has the shape of input (skipped for absent gradInput) [161002 #3:
- *     outputMask[0] is true and gradInput's shape differs from input's.]
- *   161002: shape == present(gamma) ? shape(gamma) : Shape{C}: gradGammaOut, gradBetaOut
- *     (skipped for absent gradGammaOut, gradBetaOut) [161002 #4, #5: outputMask[1] / [2] is
- *     true and gradGammaOut / gradBetaOut differs in shape from gamma ([C] without gamma).]
  *   161002: group > 0 [161002 #6: group is not greater than 0.]
  *   161002: C % group == 0 [161002 #7: C is not divisible by group.]
  *   161002: numel == N * C * HxW: input, gradOut [161002 #8: input (and gradOut) does not have
@@ -73,6 +68,11 @@ extern "C" {
  *     group elements.]
  *   161002: numel == C: gamma (skipped for absent gamma) [161002 #11: gamma is given and does
  *     not have C elements.]
+ *   161002: gradInput has the shape of input (skipped for absent gradInput) [161002 #3:
+ *     outputMask[0] is true and gradInput's shape differs from input's.]
+ *   161002: shape == present(gamma) ? shape(gamma) : Shape{C}: gradGammaOut, gradBetaOut
+ *     (skipped for absent gradGammaOut, gradBetaOut) [161002 #4, #5: outputMask[1] / [2] is
+ *     true and gradGammaOut / gradBetaOut differs in shape from gamma ([C] without gamma).]
  *   161002: the checks every op shares (layout within int64, at most 8 dims, outputs writable
  *     and overlapping nothing; see docs/ops.md).
  *   561000 (ACLNN_ERR_INNER): out of memory or an internal error.

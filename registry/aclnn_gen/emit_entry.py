@@ -151,7 +151,7 @@ class _Checks:
                 checks.append((self._guard(name), [f"const int64_t expected = {rule.value};"],
                                f"numel({name}) != expected",
                                f'{lit(f"{name} has ")} + to_string(numel({name})) + '
-                               f'" elements, expected " + to_string(expected) + '
+                               f'" elements, expected " + count_to_string(expected) + '
                                f'{lit(f" ({display_expr(rule.value)})")}'))
         elif isinstance(rule, BroadcastsTo):
             target = rule.target

@@ -89,6 +89,10 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
                      int64_t HxW, int64_t group, const aclBoolArray* outputMask,
                      const aclTensor* gradInput, const aclTensor* gradGammaOut,
                      const aclTensor* gradBetaOut) {
+  // Read by no rule: N, HxW, group.
+  static_cast<void>(N);
+  static_cast<void>(HxW);
+  static_cast<void>(group);
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
   }
@@ -225,14 +229,71 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
     return reject(kParamInvalid, kOpName,
                   std::string("HxW is ") + to_string(HxW) + ", expected HxW >= 0");
   }
-  // Rule 8 (same_shape, registry/group_norm_backward.yaml:98): 161002 #3: outputMask[0] is true
+  // Rule 8 (check, registry/group_norm_backward.yaml:98): 161002 #6: group is not greater than 0.
+  if (!(group > 0)) {
+    return reject(kParamInvalid, kOpName,
+                  std::string("group is ") + to_string(group) + ", expected group > 0");
+  }
+  // Rule 9 (check, registry/group_norm_backward.yaml:102): 161002 #7: C is not divisible by group.
+  if (!(C % group == 0)) {
+    return reject(kParamInvalid, kOpName,
+                  std::string("C ") + to_string(C) + " is not divisible by group " +
+                  to_string(group));
+  }
+  // Rule 10 (numel_equals, registry/group_norm_backward.yaml:106): 161002 #8: input (and gradOut)
+  //   does not have N * C * HxW elements.
+  {
+    const int64_t expected = checked_mul({N, C, HxW});
+    if (numel(input) != expected) {
+      return reject(kParamInvalid, kOpName,
+                    "input has " + to_string(numel(input)) + " elements, expected " +
+                    count_to_string(expected) + " (N * C * HxW)");
+    }
+  }
+  {
+    const int64_t expected = checked_mul({N, C, HxW});
+    if (numel(gradOut) != expected) {
+      return reject(kParamInvalid, kOpName,
+                    "gradOut has " + to_string(numel(gradOut)) + " elements, expected " +
+                    count_to_string(expected) + " (N * C * HxW)");
+    }
+  }
+  // Rule 11 (numel_equals, registry/group_norm_backward.yaml:110): 161002 #9, #10: mean or rstd
+  //   does not have N * group elements.
+  {
+    const int64_t expected = checked_mul({N, group});
+    if (numel(mean) != expected) {
+      return reject(kParamInvalid, kOpName,
+                    "mean has " + to_string(numel(mean)) + " elements, expected " +
+                    count_to_string(expected) + " (N * group)");
+    }
+  }
+  {
+    const int64_t expected = checked_mul({N, group});
+    if (numel(rstd) != expected) {
+      return reject(kParamInvalid, kOpName,
+                    "rstd has " + to_string(numel(rstd)) + " elements, expected " +
+                    count_to_string(expected) + " (N * group)");
+    }
+  }
+  // Rule 12 (numel_equals, registry/group_norm_backward.yaml:114): 161002 #11: gamma is given and
+  //   does not have C elements.
+  if (present(gamma)) {
+    const int64_t expected = C;
+    if (numel(gamma) != expected) {
+      return reject(kParamInvalid, kOpName,
+                    "gamma has " + to_string(numel(gamma)) + " elements, expected " +
+                    count_to_string(expected) + " (C)");
+    }
+  }
+  // Rule 13 (same_shape, registry/group_norm_backward.yaml:118): 161002 #3: outputMask[0] is true
   //   and gradInput's shape differs from input's.
   if (present(gradInput) && shape(gradInput) != shape(input)) {
     return reject(kParamInvalid, kOpName,
                   "gradInput has shape " + to_string(shape(gradInput)) + ", expected " +
                   to_string(shape(input)) + " (the shape of input)");
   }
-  // Rule 9 (shape_equals, registry/group_norm_backward.yaml:101): 161002 #4, #5: outputMask[1] /
+  // Rule 14 (shape_equals, registry/group_norm_backward.yaml:121): 161002 #4, #5: outputMask[1] /
   //   [2] is true and gradGammaOut / gradBetaOut differs in shape from gamma ([C] without gamma).
   if (present(gradGammaOut)) {
     const Shape expected = present(gamma) ? shape(gamma) : Shape{C};
@@ -248,65 +309,6 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
       return reject(kParamInvalid, kOpName,
                     "gradBetaOut has shape " + to_string(shape(gradBetaOut)) + ", expected " +
                     to_string(expected));
-    }
-  }
-  // Rule 10 (check, registry/group_norm_backward.yaml:105): 161002 #6: group is not greater than
-  //   0.
-  if (!(group > 0)) {
-    return reject(kParamInvalid, kOpName,
-                  std::string("group is ") + to_string(group) + ", expected group > 0");
-  }
-  // Rule 11 (check, registry/group_norm_backward.yaml:109): 161002 #7: C is not divisible by
-  //   group.
-  if (!(C % group == 0)) {
-    return reject(kParamInvalid, kOpName,
-                  std::string("C ") + to_string(C) + " is not divisible by group " +
-                  to_string(group));
-  }
-  // Rule 12 (numel_equals, registry/group_norm_backward.yaml:113): 161002 #8: input (and gradOut)
-  //   does not have N * C * HxW elements.
-  {
-    const int64_t expected = checked_mul({N, C, HxW});
-    if (numel(input) != expected) {
-      return reject(kParamInvalid, kOpName,
-                    "input has " + to_string(numel(input)) + " elements, expected " +
-                    to_string(expected) + " (N * C * HxW)");
-    }
-  }
-  {
-    const int64_t expected = checked_mul({N, C, HxW});
-    if (numel(gradOut) != expected) {
-      return reject(kParamInvalid, kOpName,
-                    "gradOut has " + to_string(numel(gradOut)) + " elements, expected " +
-                    to_string(expected) + " (N * C * HxW)");
-    }
-  }
-  // Rule 13 (numel_equals, registry/group_norm_backward.yaml:117): 161002 #9, #10: mean or rstd
-  //   does not have N * group elements.
-  {
-    const int64_t expected = checked_mul({N, group});
-    if (numel(mean) != expected) {
-      return reject(kParamInvalid, kOpName,
-                    "mean has " + to_string(numel(mean)) + " elements, expected " +
-                    to_string(expected) + " (N * group)");
-    }
-  }
-  {
-    const int64_t expected = checked_mul({N, group});
-    if (numel(rstd) != expected) {
-      return reject(kParamInvalid, kOpName,
-                    "rstd has " + to_string(numel(rstd)) + " elements, expected " +
-                    to_string(expected) + " (N * group)");
-    }
-  }
-  // Rule 14 (numel_equals, registry/group_norm_backward.yaml:121): 161002 #11: gamma is given and
-  //   does not have C elements.
-  if (present(gamma)) {
-    const int64_t expected = C;
-    if (numel(gamma) != expected) {
-      return reject(kParamInvalid, kOpName,
-                    "gamma has " + to_string(numel(gamma)) + " elements, expected " +
-                    to_string(expected) + " (C)");
     }
   }
   // Implicit: outputs are writable, write no location twice and share no memory

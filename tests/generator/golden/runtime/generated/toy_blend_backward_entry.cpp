@@ -179,7 +179,7 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
     if (numel(scale) != expected) {
       return reject(kParamInvalid, kOpName,
                     "scale has " + to_string(numel(scale)) + " elements, expected " +
-                    to_string(expected) + " (dim(self, 1) * 1)");
+                    count_to_string(expected) + " (dim(self, 1) * 1)");
     }
   }
   // Rule 9 (broadcasts_to, registry/toy_blend_backward.yaml:63)

@@ -1,0 +1,114 @@
+// Unit test of include/aclnn_cpu/validate.h (runtime/validate.cpp): the helpers every generated
+// validator relies on. Built and run by tests/generator/test_validate_helpers.py.
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "aclnn_cpu/status.h"
+#include "aclnn_cpu/tensor.h"
+#include "aclnn_cpu/validate.h"
+
+using namespace aclnn_cpu;
+
+static int failures = 0;
+#define EXPECT(cond)                                                   \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
+      ++failures;                                                      \
+    }                                                                  \
+  } while (0)
+
+static aclTensor make(std::vector<int64_t> dims, std::vector<int64_t> strides, void* data,
+                      int64_t offset = 0, DType dt = DType::Float32) {
+  aclTensor t;
+  t.view_dims = dims;
+  t.strides = strides;
+  t.storage_dims = dims;
+  t.offset = offset;
+  t.dtype = dt;
+  t.data = data;
+  return t;
+}
+
+int main() {
+  float buf[64] = {};
+  // accessors
+  aclTensor a = make({4, 2}, {2, 1}, buf);
+  EXPECT(rank(&a) == 2 && numel(&a) == 8 && dim(&a, -1) == 2 && dim(&a, 0) == 4);
+  bool threw = false;
+  try { dim(&a, 2); } catch (const std::logic_error&) { threw = true; }
+  EXPECT(threw);
+  EXPECT(to_string(shape(&a)) == "[4, 2]");
+  EXPECT(to_string(DType::BFloat16) == "bfloat16");
+  EXPECT(to_string(static_cast<DType>(99)) == "dtype(99)");
+  EXPECT(to_string(int64_t(-3)) == "-3" && to_string(7) == "7" && to_string(true) == "true");
+  EXPECT(count_to_string(-1) == "more than int64 can count" && count_to_string(24) == "24");
+
+  // checked_mul, broadcasts_to
+  EXPECT(checked_mul({2, 3, 4}) == 24 && checked_mul({}) == 1 && checked_mul({5, 0}) == 0);
+  EXPECT(checked_mul({int64_t(1) << 40, int64_t(1) << 40}) == -1 && checked_mul({-1, 2}) == -1);
+  EXPECT(broadcasts_to({2}, {4, 2}) && broadcasts_to({1, 2}, {4, 2}) && broadcasts_to({}, {4, 2}));
+  EXPECT(!broadcasts_to({3}, {4, 2}) && !broadcasts_to({1, 4, 2}, {4, 2}) && !broadcasts_to({4, 2}, {1, 2}));
+
+  // masks
+  bool flags[2] = {true, false};
+  aclBoolArray* arr = aclCreateBoolArray(flags, 2);
+  EXPECT(mask(arr, 0) && !mask(arr, 1) && !mask(arr, 2) && !mask(arr, -1) && !mask(nullptr, 0));
+  EXPECT(check_bool_array_size("op", "m", arr, 2) == kSuccess);
+  EXPECT(check_bool_array_size("op", "m", arr, 3) == kParamInvalid);
+  EXPECT(std::string(recent_error()) == "op: m has 2 elements, expected 3");
+  aclDestroyBoolArray(arr);
+
+  // layout
+  EXPECT(check_layout("op", "t", &a) == kSuccess);
+  aclTensor neg = make({-1, 2}, {2, 1}, buf);
+  EXPECT(check_layout("op", "t", &neg) == kParamInvalid);
+  aclTensor huge = make({int64_t(1) << 40, int64_t(1) << 40}, {1, 1}, buf);
+  EXPECT(check_layout("op", "t", &huge) == kParamInvalid);
+  aclTensor far = make({2}, {int64_t(1) << 62}, buf);
+  EXPECT(check_layout("op", "t", &far) == kParamInvalid);
+  aclTensor nodata = make({2}, {1}, nullptr);
+  EXPECT(check_layout("op", "t", &nodata) == kParamInvalid);
+  aclTensor empty = make({0, 3}, {3, 1}, nullptr);
+  EXPECT(check_layout("op", "t", &empty) == kSuccess);
+  aclTensor short_strides = make({2, 2}, {1}, buf);
+  EXPECT(check_layout("op", "t", &short_strides) == kParamInvalid);
+  EXPECT(check_max_rank("op", "t", &a, 1) == kParamInvalid && check_max_rank("op", "t", &a, 2) == kSuccess);
+
+  // internal overlap
+  EXPECT(!has_internal_overlap(&a));
+  aclTensor transposed = make({2, 4}, {1, 2}, buf);
+  EXPECT(!has_internal_overlap(&transposed));
+  aclTensor zero = make({4, 2}, {0, 1}, buf);
+  EXPECT(has_internal_overlap(&zero));
+  aclTensor alias = make({4, 2}, {1, 1}, buf);
+  EXPECT(has_internal_overlap(&alias));
+  aclTensor negative = make({4, 2}, {-2, -1}, buf, 7);
+  EXPECT(!has_internal_overlap(&negative));
+  aclTensor ones = make({1, 5}, {0, 1}, buf);  // zero stride on a size-1 dim is harmless
+  EXPECT(!has_internal_overlap(&ones));
+  EXPECT(check_output_writable("op", "out", &zero) == kParamInvalid);
+  aclTensor ro = make({2}, {1}, buf);
+  ro.read_only = true;
+  EXPECT(check_output_writable("op", "out", &ro) == kParamInvalid);
+  EXPECT(std::string(recent_error()) == "op: out is read-only and cannot be written");
+
+  // overlap between tensors (byte extents)
+  aclTensor first = make({4}, {1}, buf);
+  aclTensor second = make({4}, {1}, buf, 4);
+  aclTensor straddle = make({4}, {1}, buf, 3);
+  EXPECT(!overlaps(&first, &second) && overlaps(&first, &straddle));
+  aclTensor half_lo = make({4}, {1}, buf, 0, DType::Float16);  // bytes [0, 8)
+  aclTensor f32_hi = make({2}, {1}, buf, 2);                   // bytes [8, 16)
+  EXPECT(!overlaps(&half_lo, &f32_hi));
+  aclTensor reversed = make({4}, {-1}, buf, 7);  // elements 4..7
+  EXPECT(!overlaps(&first, &reversed) && overlaps(&second, &reversed));
+  EXPECT(!overlaps(&first, &empty) && !overlaps(nullptr, &first));
+  EXPECT(check_no_overlap("op", "out", &first, "in", &straddle) == kParamInvalid);
+
+  std::printf(failures ? "%d failures\n" : "all passed\n", failures);
+  return failures ? 1 : 0;
+}
