@@ -3,6 +3,7 @@
 // Contexts and streams are registered objects, so a destroyed or foreign handle is reported
 // (ACL_ERROR_INVALID_RESOURCE_HANDLE) instead of being dereferenced.
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <unordered_set>
@@ -111,11 +112,14 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext* context, int32_t d
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
   if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
   try {
-    auto* ctx = new Context{deviceId};
+    // Owned until registered: the registry's insert may throw.
+    auto owned = std::make_unique<Context>(Context{deviceId});
+    Context* ctx = owned.get();
     {
       std::lock_guard<std::mutex> lock(handles_mutex);
       live_contexts().insert(ctx);
     }
+    owned.release();
     *context = ctx;
     current_context = ctx;  // as in CANN: the new context becomes the thread's current one
     return ACL_SUCCESS;
@@ -174,11 +178,13 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream) {
   clear_error();
   if (stream == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
   try {
-    auto* s = new Stream{kOnlyDevice};
+    auto owned = std::make_unique<Stream>(Stream{kOnlyDevice});  // owned until registered
+    Stream* s = owned.get();
     {
       std::lock_guard<std::mutex> lock(handles_mutex);
       live_streams().insert(s);
     }
+    owned.release();
     *stream = s;
     return ACL_SUCCESS;
   } catch (const std::bad_alloc&) {

@@ -1,5 +1,6 @@
 // aclTensor and aclBoolArray: creation with structural checks, destruction, the read-only flag,
 // and the views kernels see.
+#include <memory>
 #include <new>
 
 #include "aclnn/aclnn_base.h"
@@ -129,7 +130,8 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
     return nullptr;
   }
   try {
-    auto* t = new aclTensor;
+    // Owned until returned: a later allocation that throws must not leak it.
+    auto t = std::make_unique<aclTensor>();
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
     if (stride != nullptr) {
       t->strides.assign(stride, stride + viewDimsNum);
@@ -146,7 +148,7 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
     t->dtype = static_cast<aclnn_cpu::DType>(static_cast<int32_t>(dataType));
     t->format = static_cast<int32_t>(format);
     t->data = tensorData;
-    return t;
+    return t.release();
   } catch (const std::bad_alloc&) {
     fail(aclnn_cpu::kInner, "aclCreateTensor: out of memory");
   } catch (...) {
@@ -169,9 +171,9 @@ ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
     return nullptr;
   }
   try {
-    auto* a = new aclBoolArray;
+    auto a = std::make_unique<aclBoolArray>();  // owned until returned (assign may throw)
     a->values.assign(value, value + size);
-    return a;
+    return a.release();
   } catch (const std::bad_alloc&) {
     fail(aclnn_cpu::kInner, "aclCreateBoolArray: out of memory for %llu flags",
          static_cast<unsigned long long>(size));
