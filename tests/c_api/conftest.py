@@ -65,8 +65,8 @@ def valgrind():
     if exe is None:
         pytest.skip("valgrind is not installed")
 
-    def run(args, *, suppressions=None, env_extra=None, timeout=600, cwd=None):
-        cmd = [exe, *VALGRIND_ARGS]
+    def run(args, *, suppressions=None, env_extra=None, timeout=600, cwd=None, options=()):
+        cmd = [exe, *VALGRIND_ARGS, *options]
         if suppressions is not None:
             cmd.append(f"--suppressions={suppressions}")
         # Passive OpenMP waiting: spinning workers only slow valgrind's serialised threads down.

@@ -114,7 +114,7 @@ void memory() {
   EXPECT_STATUS(aclrtMalloc(nullptr, 16, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc");
   EXPECT_STATUS(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc");
   EXPECT_STATUS(aclrtMalloc(&p, 16, static_cast<aclrtMemMallocPolicy>(99)), ACL_ERROR_INVALID_PARAM, "aclrtMalloc");
-  EXPECT_STATUS(aclrtMalloc(&p, SIZE_MAX / 2, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMalloc");
+  EXPECT_STATUS(aclrtMalloc(&p, size_t{1} << 50, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION, "aclrtMalloc");
   EXPECT_STATUS(aclrtMalloc(&p, 100, ACL_MEM_MALLOC_NORMAL_ONLY), 0);
   CHECK(p != nullptr && reinterpret_cast<uintptr_t>(p) % 64 == 0);
 
