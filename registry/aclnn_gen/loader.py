@@ -12,7 +12,7 @@ import ast
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -111,7 +111,7 @@ class _File:
     def mapping(self, node: Node, what: str, keys: Dict[str, bool]) -> Dict[str, Tuple[Node, Node]]:
         """Key name -> (key node, value node); rejects non-mappings, duplicates, unknown keys."""
         if not isinstance(node, MappingNode):
-            raise self.error(node, f"{what} must be a mapping, got {self._kind(node)}")
+            raise self.error(node, f"{what} must be a mapping, got {self.describe_node(node)}")
         found: Dict[str, Tuple[Node, Node]] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode) or not isinstance(self.value(key_node), str):
@@ -131,7 +131,7 @@ class _File:
 
     def sequence(self, node: Node, what: str) -> List[Node]:
         if not isinstance(node, SequenceNode):
-            raise self.error(node, f"{what} must be a list, got {self._kind(node)}")
+            raise self.error(node, f"{what} must be a list, got {self.describe_node(node)}")
         return list(node.value)
 
     def value(self, node: Node) -> Any:
@@ -139,7 +139,7 @@ class _File:
 
     def scalar(self, node: Node, what: str, kind: type) -> Any:
         if not isinstance(node, ScalarNode):
-            raise self.error(node, f"{what} must be {_TYPE_NAMES[kind]}, got {self._kind(node)}")
+            raise self.error(node, f"{what} must be {_TYPE_NAMES[kind]}, got {self.describe_node(node)}")
         value = self.value(node)
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         if kind is float:
@@ -154,7 +154,7 @@ class _File:
             raise self.error(node, f"{what} must not be empty")
         return text
 
-    def _kind(self, node: Node) -> str:
+    def describe_node(self, node: Node) -> str:
         if isinstance(node, MappingNode):
             return "a mapping"
         if isinstance(node, SequenceNode):
@@ -257,7 +257,7 @@ class _OpReader:
     def _dtype_sets(self, node: Node, products: Tuple[str, ...]) -> Tuple[DtypeSet, ...]:
         f = self.f
         if not isinstance(node, MappingNode):
-            raise self.err(node, f"'dtype_sets' must be a mapping, got {f._kind(node)}")
+            raise self.err(node, f"'dtype_sets' must be a mapping, got {f.describe_node(node)}")
         keys = {}
         for key_node, _ in node.value:
             keys[str(f.value(key_node))] = False
@@ -269,7 +269,7 @@ class _OpReader:
             what = f"dtype set '{set_name}'"
             if not isinstance(value_node, MappingNode):
                 raise self.err(value_node, f"{what} must map products to dtype lists, "
-                                           f"got {f._kind(value_node)}")
+                                           f"got {f.describe_node(value_node)}")
             per = f.mapping(value_node, what, {p: False for p in model.PRODUCTS})
             for product, (pnode, _) in per.items():
                 if product not in products:
@@ -520,7 +520,7 @@ class _OpReader:
         rank_fixed: Dict[str, int] = {}     # tensor -> rank an unconditional `rank` rule fixed
         for index, item in enumerate(items):
             if not isinstance(item, MappingNode):
-                raise self.err(item, f"rule {index + 1} must be a mapping, got {f._kind(item)}")
+                raise self.err(item, f"rule {index + 1} must be a mapping, got {f.describe_node(item)}")
             kind_node = None
             for key_node, value_node in item.value:
                 if isinstance(key_node, ScalarNode) and key_node.value == "kind":

@@ -5,8 +5,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List
 
-from .analysis import banner
-
 # Directories holding one generated file per op: files there with our banner but no YAML behind
 # them any more are removed (write mode) or reported (check mode).
 PER_OP_DIRS = ("include/aclnnop", "include/aclnn_cpu/ops", "runtime/generated")
@@ -61,5 +59,3 @@ def sync(root: Path, files: Dict[str, str], check: bool) -> Outcome:
                 path.unlink()
     return outcome
 
-
-__all__ = ["Outcome", "sync", "banner"]
