@@ -21,6 +21,16 @@ namespace {
 std::mutex init_mutex;
 bool initialized = false;
 
+// What the configuration file of the current aclInit changed, and the values before: aclFinalize
+// puts them back, so a later aclInit without that setting starts from the same state.
+struct Restore {
+  bool product = false, threads = false, isa = false;
+  Product previous_product = Product::AtlasA2;
+  int previous_threads = 0;
+  Isa previous_isa = Isa::Baseline;
+};
+Restore restore;  // guarded by init_mutex
+
 // The settings a configuration file asks for; applied only when the whole file is valid.
 struct Settings {
   const char* product = nullptr;  // points into the parsed document
@@ -94,12 +104,30 @@ aclError read_settings(const char* path, const JsonValue& doc, Settings* setting
 }
 
 void apply(const Settings& settings) {
-  if (settings.product != nullptr) set_product(settings.product);
-  if (settings.num_threads > 0) set_num_threads(settings.num_threads);
+  restore = Restore{};
+  if (settings.product != nullptr) {
+    restore.product = true;
+    restore.previous_product = current_product();
+    set_product(settings.product);
+  }
+  if (settings.num_threads > 0) {
+    restore.threads = true;
+    restore.previous_threads = num_threads();
+    set_num_threads(settings.num_threads);
+  }
   if (settings.has_isa) {
+    restore.isa = true;
+    restore.previous_isa = active_isa();
     Isa best = best_supported_isa();
     set_active_isa(static_cast<int>(settings.isa) < static_cast<int>(best) ? settings.isa : best);
   }
+}
+
+void undo_settings() {
+  if (restore.product) set_product(product_name(restore.previous_product));
+  if (restore.threads) set_num_threads(restore.previous_threads);
+  if (restore.isa) set_active_isa(restore.previous_isa);
+  restore = Restore{};
 }
 
 }  // namespace
@@ -116,6 +144,7 @@ ACL_FUNC_VISIBILITY aclError aclInit(const char* configPath) {
     if (initialized)
       return fail(ACL_ERROR_REPEAT_INITIALIZE,
                   "aclInit: already initialised (call aclFinalize before initialising again)");
+    restore = Restore{};
     if (configPath != nullptr && *configPath != '\0') {
       std::string text;
       if (aclError e = read_file(configPath, &text)) return e;
@@ -143,6 +172,7 @@ ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
   if (!initialized)
     return fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (aclInit was not called "
                                            "or aclFinalize was already called)");
+  undo_settings();
   initialized = false;
   return ACL_SUCCESS;
 }

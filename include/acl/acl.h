@@ -16,6 +16,7 @@
  *
  * A missing or unreadable file returns ACL_ERROR_INVALID_FILE, text that is not JSON returns
  * ACL_ERROR_PARSE_FILE, a known key with a wrong value returns ACL_ERROR_FILE_ATTR_INVALID.
+ * The settings hold until aclFinalize, which restores the values they replaced.
  *
  * Every function that fails records a message that aclGetRecentErrMsg() returns.
  */
@@ -178,8 +179,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMal
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr);
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr);
-/* count > destMax, a null pointer (with count > 0) or an unknown kind: ACL_ERROR_INVALID_PARAM.
- * Overlapping ranges are allowed (memmove). */
+/* count > destMax, a null dst or src, or an unknown kind: ACL_ERROR_INVALID_PARAM (nothing is
+ * copied). Overlapping ranges are allowed (memmove). */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                                          aclrtMemcpyKind kind);
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src,
