@@ -1,7 +1,8 @@
 // aclInit's configuration file selects the product line whose dtype rules apply: after a config
 // selecting atlas_training, every op refuses bfloat16 (161002, naming the dtype) and still takes
-// float16; after one selecting atlas_a2 bfloat16 is back; atlas_inference refuses bfloat16 for
-// softmax backward (the only op whose document lists that line).
+// float16; aclFinalize restores the default line; after a config selecting atlas_a2 bfloat16 is
+// accepted; atlas_inference refuses bfloat16 for softmax backward (the only op whose document
+// lists that line).
 //
 // usage: product_config <scratch-dir>
 #include <fstream>
@@ -116,6 +117,12 @@ int main(int argc, char** argv) {
   expect_accepted("aclnnGroupNormBackward", "float16", group_norm(ACL_FLOAT16));
   expect_accepted("aclnnGridSampler2DBackward", "float16", grid_sampler(ACL_FLOAT16));
   expect_accepted("aclnnGridSampler2DBackward", "float32", grid_sampler(ACL_FLOAT));
+  EXPECT_STATUS(aclFinalize(), 0);
+
+  // aclFinalize restored what the configuration changed: the default line (Atlas A2) is back.
+  EXPECT_STATUS(aclInit(nullptr), 0);
+  CHECK(std::string(aclrtGetSocName()) == "Ascend910B1");
+  expect_accepted("aclnnSoftmaxBackward", "bfloat16", softmax(ACL_BF16));
   EXPECT_STATUS(aclFinalize(), 0);
 
   // Atlas A2: bfloat16 everywhere.
