@@ -1,0 +1,224 @@
+"""The Python API contract shared by every op: errors, executors, array kinds, configuration, CLI.
+
+Softmax backward is the vehicle; its numbers are checked against a float64 formula here too, so a
+passing test means the call really went through the kernel.
+"""
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+from support import BFLOAT16, f64
+
+GO = np.arange(8, dtype=np.float32).reshape(4, 2)
+Y = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float32).reshape(4, 2)
+
+
+def softmax_backward_ref(go, y, dim):
+    go, y = f64(go), f64(y)
+    return y * (go - (go * y).sum(axis=dim, keepdims=True))
+
+
+def test_status_codes_and_exception_classes():
+    assert ac.Status.ERR_PARAM_NULLPTR == 161001
+    assert ac.Status.ERR_PARAM_INVALID == 161002
+    assert ac.Status.ERR_RUNTIME_ERROR == 361001
+    assert issubclass(ac.ParamNullptrError, ac.AclnnError) and issubclass(ac.ParamNullptrError, TypeError)
+    assert issubclass(ac.ParamInvalidError, ac.AclnnError) and issubclass(ac.ParamInvalidError, ValueError)
+
+
+def test_error_carries_status_and_validator_message():
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.softmax_backward(GO, Y, 2)
+    assert info.value.status == 161002
+    assert "aclnnSoftmaxBackward" in str(info.value) and "dim 2" in str(info.value)
+    with pytest.raises(ac.ParamNullptrError) as info:
+        ac.softmax_backward(GO, None, 0)
+    assert info.value.status == 161001
+
+
+def test_two_phase_matches_functional_and_consumes_executor():
+    out = np.zeros((4, 2), np.float32)
+    ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(GO, Y, 0, out)
+    assert isinstance(ex, ac.Executor) and ws == ex.workspace_size
+    ac.aclnnSoftmaxBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
+    np.testing.assert_array_equal(f64(out), softmax_backward_ref(GO, Y, 0))
+    assert ex.is_consumed
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.aclnnSoftmaxBackward(None, ws, ex)
+    assert info.value.status == 161002
+
+
+def test_repeatable_executor_runs_many_times_until_destroyed():
+    go = GO.copy()
+    out = np.zeros((4, 2), np.float32)
+    ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(go, Y, 1, out)
+    ex.set_repeatable()
+    for scale in (1.0, 2.0, -3.0):
+        go[...] = GO * scale  # the executor reads the arrays at run time
+        ac.aclnnSoftmaxBackward(None, ws, ex)
+        np.testing.assert_allclose(f64(out), softmax_backward_ref(go, Y, 1), rtol=1e-6)
+    ex.destroy()
+    with pytest.raises(ac.ParamInvalidError):
+        ac.aclnnSoftmaxBackward(None, ws, ex)
+
+
+def test_executor_keeps_its_arrays_alive():
+    out = np.zeros((64, 32), np.float32)
+    rng = np.random.default_rng(0)
+    go = rng.standard_normal((64, 32)).astype(np.float32)
+    y = rng.random((64, 32)).astype(np.float32)
+    expected = softmax_backward_ref(go, y, 1)
+    ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(go, y, 1, out)
+    del go, y
+    gc.collect()
+    np.ones((64, 32), np.float32)  # reuse freed memory if it had been freed
+    ac.aclnnSoftmaxBackward(None, ws, ex)
+    np.testing.assert_allclose(f64(out), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_executor_of_another_op_is_refused():
+    _, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(GO, Y, 0, np.zeros((4, 2), np.float32))
+    with pytest.raises(ac.ParamInvalidError):
+        ac.aclnnPreluBackward(None, 0, ex)
+    ex.destroy()
+
+
+def test_workspace_checks():
+    out = np.zeros((4, 2), np.float32)
+    ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(GO, Y, 0, out)
+    with pytest.raises(ac.ParamNullptrError):
+        ac.aclnnSoftmaxBackward(None, ws + 64, ex)  # workspaceSize > 0 with no workspace
+    with pytest.raises(ac.ParamInvalidError):
+        ac.aclnnSoftmaxBackward(np.empty(8, np.uint8), ws + 64, ex)  # buffer smaller than stated
+    with pytest.raises(ac.ParamNullptrError):
+        ac.aclnnSoftmaxBackward(None, 0, None)
+    np.testing.assert_array_equal(out, 0)  # nothing ran
+    ac.aclnnSoftmaxBackward(bytearray(ws + 64), ws + 64, ex)  # any writable buffer
+    np.testing.assert_array_equal(f64(out), softmax_backward_ref(GO, Y, 0))
+
+
+def test_rejected_call_writes_nothing_and_keeps_inputs():
+    out = np.full((4, 2), 7.0, np.float32)
+    go, y = GO.copy(), Y.copy()
+    with pytest.raises(ac.ParamInvalidError):
+        ac.softmax_backward(go, y.astype(np.float16), 0, out=out)
+    np.testing.assert_array_equal(out, 7.0)
+    np.testing.assert_array_equal(go, GO)
+    np.testing.assert_array_equal(y, Y)
+
+
+def test_read_only_and_overlapping_outputs_are_invalid():
+    ro = np.zeros((4, 2), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ac.ParamInvalidError, match="read-only"):
+        ac.softmax_backward(GO, Y, 0, out=ro)
+    go = GO.copy()
+    with pytest.raises(ac.ParamInvalidError, match="overlap"):
+        ac.softmax_backward(go, Y, 0, out=go)
+    with pytest.raises(ac.ParamInvalidError):
+        ac.softmax_backward(GO, Y, 0, out=np.broadcast_to(np.zeros(2, np.float32), (4, 2)))
+
+
+def test_misaligned_and_byte_swapped_arrays_are_refused_clearly():
+    swapped = GO.astype(GO.dtype.newbyteorder(">"))
+    with pytest.raises(ac.ParamInvalidError, match="byte order"):
+        ac.softmax_backward(swapped, Y, 0)
+    raw = np.zeros(4 * 8 + 1, np.uint8)[1:].view(np.float32).reshape(4, 2)  # 1-byte offset
+    with pytest.raises(ac.ParamInvalidError, match="aligned"):
+        ac.softmax_backward(raw, Y, 0)
+
+
+def test_bfloat16_rejected_on_atlas_training(product):
+    go, y = GO.astype(BFLOAT16), Y.astype(BFLOAT16)
+    ac.softmax_backward(go, y, 0)  # fine on the default (Atlas A2)
+    product("atlas_training")
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.softmax_backward(go, y, 0)
+    assert info.value.status == 161002 and "bfloat16" in str(info.value)
+    ac.softmax_backward(GO, Y, 0)  # float32 still fine
+    with pytest.raises(ValueError):
+        ac.set_product("atlas_unknown")
+
+
+def test_thread_count_setting(threads):
+    threads(1)
+    assert ac.get_num_threads() == 1
+    with pytest.raises(ValueError):
+        ac.set_num_threads(0)
+
+
+def test_torch_tensors_in_and_out(torch):
+    go = torch.arange(8, dtype=torch.float32).reshape(4, 2)
+    y = torch.tensor(Y)
+    out = torch.zeros(4, 2)
+    ac.softmax_backward(go, y, 0, out=out)  # written in place through DLPack
+    np.testing.assert_array_equal(out.numpy(), softmax_backward_ref(GO, Y, 0))
+    out_t = torch.zeros(2, 4).t()  # a strided (transposed) torch view
+    ac.softmax_backward(go.to(torch.bfloat16), y.to(torch.bfloat16), 1, out=out_t)
+    ref = softmax_backward_ref(go.to(torch.bfloat16).float().numpy(), y.to(torch.bfloat16).float().numpy(), 1)
+    np.testing.assert_allclose(out_t.numpy(), ref, rtol=2 ** -7)
+    with pytest.raises(ac.ParamInvalidError):
+        ac.softmax_backward(go.requires_grad_(), y, 0)
+
+
+def test_concurrent_calls_from_many_threads():
+    rng = np.random.default_rng(1)
+    cases = [(rng.standard_normal((33, 17)).astype(np.float32), rng.random((33, 17)).astype(np.float32))
+             for _ in range(8)]
+    expected = [softmax_backward_ref(g, y, 1) for g, y in cases]
+    errors = []
+
+    def worker(i):
+        try:
+            for _ in range(200):
+                got = ac.softmax_backward(*cases[i], 1)
+                np.testing.assert_allclose(f64(got), expected[i], rtol=1e-5, atol=1e-6)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_config_reports_isa_threads_product():
+    cfg = ac.config()
+    assert cfg["isa"] in cfg["available_isas"]
+    assert cfg["product"] == ac.get_product()
+    assert cfg["threads"] == ac.get_num_threads()
+    assert set(cfg["ops"]) == {op["name"] for op in ac.OPS}
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "aclnn_cpu", *args], capture_output=True, text=True,
+                          timeout=300, cwd="/")
+
+
+def test_cli_info_ops_flags():
+    info = run_cli("info")
+    assert info.returncode == 0 and "isa" in info.stdout
+    ops = run_cli("ops")
+    assert ops.returncode == 0
+    for op in ac.OPS:
+        assert op["name"] in ops.stdout
+    flags = run_cli("--cflags", "--libs")
+    assert flags.returncode == 0
+    assert f"-I{ac.get_include()}" in flags.stdout and "-laclnn_cpu" in flags.stdout
+
+
+def test_cli_demo_runs_every_documented_example():
+    demo = run_cli("demo")
+    assert demo.returncode == 0, demo.stderr
+    for op in ac.OPS:
+        assert op["name"] in demo.stdout
+    assert "-28." in demo.stdout  # softmax example: out[0,0] = 1*(0 - (0+2+8+18)) = -28
