@@ -49,7 +49,12 @@ aclnnStatus run_checked(const char* op_name, void* workspace, uint64_t workspace
                 op_name, static_cast<unsigned long long>(workspace_size),
                 static_cast<unsigned long long>(ex->workspace_size), op_name);
   try {
-    return ex->run(ex->workspace_size > 0 ? workspace : nullptr);
+    const aclnnStatus status = ex->run(ex->workspace_size > 0 ? workspace : nullptr);
+    // Kernels return a status without a message (they are pure); every failure the caller sees
+    // must still carry one for aclGetRecentErrMsg().
+    if (status != kSuccess && recent_error()[0] == '\0')
+      return fail(status, "%s: the kernel failed with status %d", op_name, static_cast<int>(status));
+    return status;
   } catch (const std::bad_alloc&) {
     return fail(kInner, "%s: out of memory while running the kernel", op_name);
   } catch (const std::exception& e) {
