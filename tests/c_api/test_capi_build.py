@@ -32,6 +32,9 @@ def test_flags(tmp_path):
     assert f"-L{libdir}" in libs and "-laclnn_cpu" in libs
     assert any(f.startswith("-Wl,-rpath") and libdir in f for f in libs)
     assert both == cflags + libs
+    # From the repository root (where the source package shadows the installed one) too.
+    from capi_build import REPO
+    assert python_m_aclnn_cpu("--cflags", "--libs", cwd=REPO).split() == both
 
 
 def test_programs_link_with_rpath(programs, tmp_path):

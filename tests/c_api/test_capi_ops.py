@@ -111,6 +111,24 @@ def test_bitwise_same_across_isa_levels_for_rejections(native_runs):
             assert native_runs[isa][0][case.name] == first[case.name]
 
 
+def test_thread_count_does_not_change_results(programs, case_dir, native_runs, tmp_path):
+    """One thread (set through aclInit's configuration file) writes the same bytes as the
+    default thread count at the same ISA level."""
+    import filecmp
+    import shutil
+    best = _isa_levels()[-1]
+    one = tmp_path / "cases"
+    shutil.copytree(case_dir, one, ignore=shutil.ignore_patterns("out_*", "*.out"))
+    config = tmp_path / "one_thread.json"
+    config.write_text('{"aclnn_cpu": {"num_threads": 1}}')
+    done = run_program([programs["op_runner"], one, config], env_extra={"ACLNN_CPU_ISA": best})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _, reference_dir = native_runs[best]
+    differ = [f.name for f in sorted(one.glob("*.out"))
+              if not filecmp.cmp(f, reference_dir / f.name, shallow=False)]
+    assert differ == []
+
+
 def test_under_valgrind(programs, case_dir, valgrind, tmp_path):
     """All cases once under valgrind memcheck: no invalid access, no definite leak, and the same
     values and statuses as the native runs (valgrind reports an AVX2 CPU, so the AVX2 or baseline
