@@ -193,7 +193,7 @@ def _write_tensor(case: Case, name: str, t: T, directory: Path) -> str:
     case.placed[name] = (file, idx, t.dtype)
     dims = " ".join(str(s) for s in t.shape)
     strd = " ".join(str(s) for s in strides)
-    return f"tensor {name} {DTYPE_CODES[t.dtype]} {len(t.shape)} {dims} {strd} {offset} {file}".replace("  ", " ")
+    return f"tensor {name} {DTYPE_CODES[t.dtype]} {len(t.shape)} {dims} {strd} {offset} {file}"
 
 
 def write_all(cases: Sequence[Case], directory: Path) -> None:

@@ -81,9 +81,10 @@ def prelu_case(rng, name, shape, weight_shape, dtype, layouts=("contiguous",) * 
                       axis=grad_broadcast_axis)
     expected = ref.prelu_backward(_f64(g), _f64(x), _f64(w))
     gw_shape = tuple(weight_shape) if w.size == 1 else (w.size,)
-    go = T(g, layout=layouts[0], axis=grad_broadcast_axis or 0)
-    if grad_broadcast_axis is not None:
-        go.layout = "broadcast"
+    if grad_broadcast_axis is None:
+        go = T(g, layout=layouts[0])
+    else:
+        go = T(g, layout="broadcast", axis=grad_broadcast_axis)
     return Case(name, "PreluBackward", [
         ("gradOutput", go), ("self", T(x, layout=layouts[1])), ("weight", T(w, layout=layouts[2])),
         ("gradInput", T(shape=shape, dtype=dtype, layout=layouts[3])),

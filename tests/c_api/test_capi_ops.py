@@ -102,7 +102,7 @@ def test_valid_bases_succeed(case, native_runs):
     assert (results[case.name].status, results[case.name].run_status) == (0, 0), results[case.name]
 
 
-def test_bitwise_same_across_isa_levels_for_rejections(native_runs):
+def test_rejections_same_at_every_isa_level(native_runs):
     """Messages do not depend on the ISA level."""
     levels = _isa_levels()
     first = native_runs[levels[0]][0]

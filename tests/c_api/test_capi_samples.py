@@ -39,6 +39,7 @@ SAMPLE_001_SUPPRESSION = """{
    Memcheck:Leak
    match-leak-kinds: definite
    fun:_Znwm
+   ...
    fun:aclCreateBoolArray
    fun:main
 }
