@@ -27,11 +27,12 @@ cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
 
 
 cdef object _new_output(object shape, object dtype):
-    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative or huge
-    size), so that the C validator, not NumPy, names the argument behind it."""
+    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or
+    one past int64), so that the C validator, not NumPy, names the argument behind it.
+    A valid shape too large for memory raises MemoryError as any allocation would."""
     try:
         return new_output(shape, dtype)
-    except (ValueError, OverflowError, MemoryError):
+    except (ValueError, OverflowError):
         return new_output((0,), dtype)
 
 

@@ -220,11 +220,12 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
             "    return flags is not None and len(flags) == size and bool(flags[index])",
             "", "",
             "cdef object _new_output(object shape, object dtype):",
-            '    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative or huge',
-            '    size), so that the C validator, not NumPy, names the argument behind it."""',
+            '    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or',
+            '    one past int64), so that the C validator, not NumPy, names the argument behind it.',
+            '    A valid shape too large for memory raises MemoryError as any allocation would."""',
             "    try:",
             "        return new_output(shape, dtype)",
-            "    except (ValueError, OverflowError, MemoryError):",
+            "    except (ValueError, OverflowError):",
             "        return new_output((0,), dtype)"]
     for op in ops:
         out += ["", "", f"# ---- {op.c_name} ({op.path}) " + "-" * max(0, 80 - len(op.c_name) - len(op.path)),
