@@ -1,0 +1,546 @@
+// aclnnGroupNormBackward kernel. The formulas are PyTorch's native_group_norm_backward (CPU),
+// written in the algebraically identical centred form, which avoids the cancellation between
+// sum(dY*X) and mean*sum(dY) when |mean| >> std:
+//   per (n, c):  dsc = sum_hw dY * (X - mean[n,g]),  db = sum_hw dY
+//   per (n, g):  dsc_g = sum_{c in g} dsc * gamma[c],  db_g = sum_{c in g} db * gamma[c]
+//                s = 1 / (D * HxW),  c2 = -dsc_g * rstd^3 * s,  c3 = -db_g * rstd * s
+//   dX     = rstd * gamma[c] * dY + c2 * (X - mean) + c3
+//   dgamma = sum_n dsc[n,c] * rstd[n,g]          dbeta = sum_n db[n,c]
+// (PyTorch: c2 = (db_g*mean - ds_g) * rstd^3 * s, c3 = -c2*mean - db_g*rstd*s with
+// ds = sum dY*X; expanding ds = dsc + mean*db gives the lines above.) gamma absent = ones.
+//
+// gradOut, input and gradInput are each viewed as [N, C, HxW] in row-major order of their own
+// shape. Two schedules, chosen by shape only, so results never depend on the thread count:
+//   * fused (a group's planes hold at most kFusedElems elements): one task per (n, g) sums its
+//     planes, derives the coefficients and writes dX while the group is still in cache;
+//   * chunked (bigger groups): plane sums in fixed chunks of kPlaneChunk (partials in the
+//     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk.
+// dgamma/dbeta add the per-(n, c) sums over n in order, parallel over channels. Masked-off
+// outputs are neither computed nor touched.
+#include <algorithm>
+#include <cstdint>
+
+#include "aclnn_cpu/ops/group_norm_backward_args.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/simd.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+using namespace simd;
+
+constexpr int64_t kFusedElems = 65536;   // largest group (D * HxW) handled by one fused task
+constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chunked schedule
+constexpr int64_t kGrainElems = 32768;   // fewest elements worth a thread of their own
+
+// Row-major flat index -> element offset of one tensor, with its dims coalesced.
+struct FlatIndex {
+  int m = 0;
+  int64_t shape[kMaxDims] = {};
+  int64_t stride[kMaxDims] = {};
+
+  explicit FlatIndex(const TensorView& t) {
+    for (int i = 0; i < t.ndim; ++i) {
+      if (t.shape[i] == 1) continue;
+      if (m > 0 && stride[m - 1] == t.strides[i] * t.shape[i]) {
+        shape[m - 1] *= t.shape[i];
+        stride[m - 1] = t.strides[i];
+      } else {
+        shape[m] = t.shape[i];
+        stride[m] = t.strides[i];
+        ++m;
+      }
+    }
+    if (m == 0) {
+      m = 1;
+      shape[0] = 1;
+      stride[0] = 1;
+    }
+  }
+  bool contiguous() const { return m == 1 && stride[0] == 1; }
+  int64_t offset(int64_t i) const {
+    int64_t off = 0;
+    for (int k = m - 1; k >= 0; --k) {
+      off += (i % shape[k]) * stride[k];
+      i /= shape[k];
+    }
+    return off;
+  }
+};
+
+// Walks consecutive flat indices of one tensor, keeping the element offset.
+struct Cursor {
+  const FlatIndex& f;
+  int64_t idx[kMaxDims] = {};
+  int64_t off = 0;
+
+  Cursor(const FlatIndex& flat, int64_t start) : f(flat) {
+    for (int k = f.m - 1; k >= 0; --k) {
+      idx[k] = start % f.shape[k];
+      start /= f.shape[k];
+      off += idx[k] * f.stride[k];
+    }
+  }
+  void next() {
+    for (int k = f.m - 1; k >= 0; --k) {
+      off += f.stride[k];
+      if (++idx[k] < f.shape[k]) return;
+      off -= f.shape[k] * f.stride[k];
+      idx[k] = 0;
+    }
+  }
+};
+
+struct Plan {
+  int64_t N = 0, C = 0, HxW = 0, G = 1, D = 1;
+  bool need_dx = false, need_dgamma = false, need_dbeta = false;
+  bool fused = true;
+  int64_t chunks = 1;  // per plane, chunked schedule
+  // Workspace layout, in floats.
+  int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
+};
+
+Plan make_plan(const GroupNormBackwardArgs& a) {
+  Plan p;
+  p.N = a.N;
+  p.C = a.C;
+  p.HxW = a.HxW;
+  p.G = std::max<int64_t>(1, a.group);
+  p.D = p.C / p.G;
+  p.need_dx = a.outputMask[0] && a.gradInput.present;
+  p.need_dgamma = a.outputMask[1] && a.gradGammaOut.present;
+  p.need_dbeta = a.outputMask[2] && a.gradBetaOut.present;
+  p.fused = p.D * p.HxW <= kFusedElems;
+  p.chunks = p.fused ? 1 : std::max<int64_t>(1, (p.HxW + kPlaneChunk - 1) / kPlaneChunk);
+  const int64_t NG = p.N * p.G, NC = p.N * p.C;
+  int64_t at = 0;
+  p.mean_at = at, at += NG;
+  p.rstd_at = at, at += NG;
+  p.gamma_at = at, at += p.C;
+  p.ds_at = at, at += NC;
+  p.db_at = at, at += NC;
+  p.coef_at = at, at += p.fused ? 0 : 2 * NG;
+  p.part_at = at, at += p.fused ? 0 : 2 * NC * p.chunks;
+  p.total = at;
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plane primitives. A "plane" is (n, c); positions [h0, h1) of it. Contiguous versions take
+// pointers to position h0; strided versions take cursors.
+
+struct Sums {
+  float centred = 0.0f;  // sum dY * (X - mean)
+  float dy = 0.0f;       // sum dY
+};
+
+template <class T>
+inline __attribute__((always_inline)) Sums plane_sums(const T* dy, const T* x, int64_t len, float mean, bool with_x) {
+  VecF s0 = zero(), s1 = zero(), b0 = zero(), b1 = zero();
+  const VecF m = set1(mean);
+  int64_t i = 0;
+  if (with_x) {
+    for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
+      const VecF d0 = load(dy + i), d1 = load(dy + i + kWidth);
+      s0 = fma(d0, load(x + i) - m, s0);
+      s1 = fma(d1, load(x + i + kWidth) - m, s1);
+      b0 = b0 + d0;
+      b1 = b1 + d1;
+    }
+    if (i + kWidth <= len) {
+      const VecF d0 = load(dy + i);
+      s0 = fma(d0, load(x + i) - m, s0);
+      b0 = b0 + d0;
+      i += kWidth;
+    }
+    if (i < len) {
+      const VecF d1 = load_partial(dy + i, len - i);  // zero lanes: 0 * (0 - m) adds 0
+      s1 = fma(d1, load_partial(x + i, len - i) - m, s1);
+      b1 = b1 + d1;
+    }
+  } else {
+    for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
+      b0 = b0 + load(dy + i);
+      b1 = b1 + load(dy + i + kWidth);
+    }
+    if (i + kWidth <= len) b0 = b0 + load(dy + i), i += kWidth;
+    if (i < len) b1 = b1 + load_partial(dy + i, len - i);
+  }
+  return Sums{reduce_add(s0 + s1), reduce_add(b0 + b1)};
+}
+
+// Short planes (HxW < kWidth): scalar, no per-plane vector overhead.
+template <class T>
+Sums plane_sums_short(const T* dy, const T* x, int64_t len, float mean, bool with_x) {
+  Sums s;
+  for (int64_t i = 0; i < len; ++i) {
+    const float d = to_float(dy[i]);
+    if (with_x) s.centred += d * (to_float(x[i]) - mean);
+    s.dy += d;
+  }
+  return s;
+}
+
+template <class T>
+Sums plane_sums_strided(const T* dy0, const T* x0, Cursor cy, Cursor cx, int64_t len, float mean, bool with_x) {
+  Sums s;
+  for (int64_t i = 0; i < len; ++i) {
+    const float d = to_float(dy0[cy.off]);
+    if (with_x) s.centred += d * (to_float(x0[cx.off]) - mean);
+    s.dy += d;
+    cy.next();
+    if (with_x) cx.next();
+  }
+  return s;
+}
+
+struct Coef {
+  float c1, c2, c3, mean;
+};
+
+template <class T>
+inline __attribute__((always_inline)) void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
+  const VecF c1 = set1(k.c1), c2 = set1(k.c2), c3 = set1(k.c3), m = set1(k.mean);
+  int64_t i = 0;
+  for (; i + kWidth <= len; i += kWidth)
+    store(dx + i, fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3)));
+  if (i < len) {
+    const int64_t n = len - i;
+    store_partial(dx + i, fma(c1, load_partial(dy + i, n), fma(c2, load_partial(x + i, n) - m, c3)), n);
+  }
+}
+
+template <class T>
+void plane_write_short(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
+  for (int64_t i = 0; i < len; ++i)
+    dx[i] = from_float<T>(k.c1 * to_float(dy[i]) + (k.c2 * (to_float(x[i]) - k.mean) + k.c3));
+}
+
+template <class T>
+void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx, Cursor cd, int64_t len,
+                         const Coef& k) {
+  for (int64_t i = 0; i < len; ++i) {
+    dx0[cd.off] = from_float<T>(k.c1 * to_float(dy0[cy.off]) + (k.c2 * (to_float(x0[cx.off]) - k.mean) + k.c3));
+    cy.next();
+    cx.next();
+    cd.next();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+struct Kernel {
+  const GroupNormBackwardArgs& a;
+  const Plan& p;
+  float* ws;
+  const FlatIndex fdy, fx, fdx;
+  const bool contiguous;
+  const T* dy0;
+  const T* x0;
+  T* dx0;
+
+  Kernel(const GroupNormBackwardArgs& args, const Plan& plan, float* workspace)
+      : a(args),
+        p(plan),
+        ws(workspace),
+        fdy(args.gradOut),
+        fx(args.input),
+        fdx(plan.need_dx ? args.gradInput : args.input),
+        contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
+        dy0(args.gradOut.ptr<const T>()),
+        x0(args.input.ptr<const T>()),
+        dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}
+
+  float* mean() const { return ws + p.mean_at; }
+  float* rstd() const { return ws + p.rstd_at; }
+  float* gamma() const { return ws + p.gamma_at; }
+  float* ds() const { return ws + p.ds_at; }
+  float* db() const { return ws + p.db_at; }
+
+  bool with_x() const { return p.need_dx || p.need_dgamma; }
+
+  Sums sums(int64_t n, int64_t c, int64_t h0, int64_t h1, float m) const {
+    const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
+    if (!contiguous) return plane_sums_strided(dy0, x0, Cursor(fdy, start), Cursor(fx, start), len, m, with_x());
+    if (p.HxW < kWidth) return plane_sums_short(dy0 + start, x0 + start, len, m, with_x());
+    return plane_sums(dy0 + start, x0 + start, len, m, with_x());
+  }
+
+  void write(int64_t n, int64_t c, int64_t h0, int64_t h1, const Coef& k) const {
+    const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
+    if (!contiguous) return plane_write_strided(dy0, x0, dx0, Cursor(fdy, start), Cursor(fx, start), Cursor(fdx, start), len, k);
+    if (p.HxW < kWidth) return plane_write_short(dy0 + start, x0 + start, dx0 + start, len, k);
+    plane_write(dy0 + start, x0 + start, dx0 + start, len, k);
+  }
+
+  // Group coefficients c2, c3 from the per-channel sums of (n, g).
+  void group_coef(int64_t n, int64_t g, float& c2, float& c3) const {
+    float dsc_g = 0.0f, db_g = 0.0f;
+    for (int64_t c = g * p.D; c < (g + 1) * p.D; ++c) {
+      dsc_g += ds()[n * p.C + c] * gamma()[c];
+      db_g += db()[n * p.C + c] * gamma()[c];
+    }
+    const float r = rstd()[n * p.G + g];
+    const float s = 1.0f / float(p.D * p.HxW);
+    c2 = -dsc_g * r * r * r * s;
+    c3 = -db_g * r * s;
+  }
+
+  Coef coef(int64_t n, int64_t c, float c2, float c3) const {
+    const int64_t ng = n * p.G + c / p.D;
+    return Coef{rstd()[ng] * gamma()[c], c2, c3, mean()[ng]};
+  }
+
+  void load_params() const {
+    const int64_t NG = p.N * p.G;
+    const FlatIndex fm(a.mean), fr(a.rstd);
+    const T* m = a.mean.ptr<const T>();
+    const T* r = a.rstd.ptr<const T>();
+    for (int64_t i = 0; i < NG; ++i) {
+      mean()[i] = to_float(m[fm.offset(i)]);
+      rstd()[i] = to_float(r[fr.offset(i)]);
+    }
+    if (a.gamma.present) {
+      const FlatIndex fg(a.gamma);
+      const T* gm = a.gamma.ptr<const T>();
+      for (int64_t c = 0; c < p.C; ++c) gamma()[c] = to_float(gm[fg.offset(c)]);
+    } else {
+      std::fill(gamma(), gamma() + p.C, 1.0f);
+    }
+  }
+
+  // A whole group of short planes (contiguous, HxW < kWidth): vectorised over the group's
+  // flat range in blocks of whole channels through stack buffers; per-channel sums are then
+  // scalar over each channel's few positions, in order.
+  void group_short(int64_t n, int64_t g) const {
+    constexpr int64_t kBlock = 1024;
+    const int64_t H = p.HxW, per_block = kBlock / H;
+    const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
+    const float m = mean()[n * p.G + g];
+    const VecF mv = set1(m);
+    const int64_t base = (n * p.C + cg0) * H;
+    const T* dy = dy0 + base;
+    const T* x = x0 + base;
+    float* dsn = ds() + n * p.C;
+    float* dbn = db() + n * p.C;
+    alignas(64) float bs[kBlock], bb[kBlock];
+    const bool use_x = with_x();
+    for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
+      const int64_t c1 = std::min(cg1, c0 + per_block), len = (c1 - c0) * H, off = (c0 - cg0) * H;
+      int64_t i = 0;
+      for (; i + kWidth <= len; i += kWidth) {
+        const VecF d = load(dy + off + i);
+        if (use_x) store(bs + i, d * (load(x + off + i) - mv));
+        store(bb + i, d);
+      }
+      if (i < len) {
+        const VecF d = load_partial(dy + off + i, len - i);
+        if (use_x) store_partial(bs + i, d * (load_partial(x + off + i, len - i) - mv), len - i);
+        store_partial(bb + i, d, len - i);
+      }
+      if (H == 1) {  // one position per channel: the buffers are the sums
+        std::copy(bs, bs + len, dsn + c0);
+        std::copy(bb, bb + len, dbn + c0);
+        continue;
+      }
+      for (int64_t c = c0; c < c1; ++c) {
+        const float* ps = bs + (c - c0) * H;
+        const float* pb = bb + (c - c0) * H;
+        float sc = 0.0f, sd = 0.0f;
+        for (int64_t h = 0; h < H; ++h) {
+          if (use_x) sc += ps[h];
+          sd += pb[h];
+        }
+        dsn[c] = sc;
+        dbn[c] = sd;
+      }
+    }
+    if (!p.need_dx) return;
+    float c2, c3;
+    group_coef(n, g, c2, c3);
+    const float r = rstd()[n * p.G + g];
+    const VecF c2v = set1(c2), c3v = set1(c3);
+    T* dx = dx0 + base;
+    for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
+      const int64_t c1 = std::min(cg1, c0 + per_block), len = (c1 - c0) * H, off = (c0 - cg0) * H;
+      if (H == 1) {
+        const VecF rv = set1(r);
+        int64_t k = 0;
+        for (; k + kWidth <= len; k += kWidth) store(bs + k, rv * load(gamma() + c0 + k));
+        for (; k < len; ++k) bs[k] = r * gamma()[c0 + k];
+      } else {
+        for (int64_t c = c0; c < c1; ++c) {
+          const float scale = r * gamma()[c];
+          for (int64_t h = 0; h < H; ++h) bs[(c - c0) * H + h] = scale;
+        }
+      }
+      int64_t i = 0;
+      for (; i + kWidth <= len; i += kWidth)
+        store(dx + off + i, fma(load(bs + i), load(dy + off + i), fma(c2v, load(x + off + i) - mv, c3v)));
+      if (i < len) {
+        const int64_t rest = len - i;
+        store_partial(dx + off + i, fma(load_partial(bs + i, rest), load_partial(dy + off + i, rest),
+                                        fma(c2v, load_partial(x + off + i, rest) - mv, c3v)), rest);
+      }
+    }
+  }
+
+  void run_fused() const {
+    const int64_t NG = p.N * p.G;
+    parallel_for(NG, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, p.D * p.HxW)), [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t n = t / p.G, g = t % p.G;
+        if (contiguous && p.HxW < kWidth) {
+          group_short(n, g);
+          continue;
+        }
+        const float m = mean()[t];
+        const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
+        if (contiguous) {
+          const int64_t base = (n * p.C + cg0) * p.HxW;
+          for (int64_t c = cg0; c < cg1; ++c) {
+            const int64_t at = base + (c - cg0) * p.HxW;
+            const Sums s = plane_sums(dy0 + at, x0 + at, p.HxW, m, with_x());
+            ds()[n * p.C + c] = s.centred;
+            db()[n * p.C + c] = s.dy;
+          }
+        } else {
+          for (int64_t c = cg0; c < cg1; ++c) {
+            const Sums s = sums(n, c, 0, p.HxW, m);
+            ds()[n * p.C + c] = s.centred;
+            db()[n * p.C + c] = s.dy;
+          }
+        }
+        if (!p.need_dx) continue;
+        float c2, c3;
+        group_coef(n, g, c2, c3);
+        const float r = rstd()[t];
+        for (int64_t c = cg0; c < cg1; ++c) {
+          const Coef k{r * gamma()[c], c2, c3, m};
+          if (contiguous) {
+            const int64_t at = (n * p.C + c) * p.HxW;
+            plane_write(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+          } else {
+            write(n, c, 0, p.HxW, k);
+          }
+        }
+      }
+    });
+  }
+
+  void run_chunked() const {
+    const int64_t NC = p.N * p.C, chunks = p.chunks;
+    float* part_s = ws + p.part_at;
+    float* part_b = part_s + NC * chunks;
+    const int64_t tasks = NC * chunks;
+    const int64_t grain = std::max<int64_t>(1, kGrainElems / std::min(kPlaneChunk, std::max<int64_t>(1, p.HxW)));
+    parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t plane = t / chunks, k = t % chunks;
+        const int64_t n = plane / p.C, c = plane % p.C;
+        const int64_t h0 = k * kPlaneChunk, h1 = std::min(p.HxW, h0 + kPlaneChunk);
+        const Sums s = sums(n, c, h0, h1, mean()[n * p.G + c / p.D]);
+        part_s[t] = s.centred;
+        part_b[t] = s.dy;
+      }
+    });
+    parallel_for(NC, 1024, [&](int64_t begin, int64_t end) {
+      for (int64_t plane = begin; plane < end; ++plane) {
+        float s = 0.0f, b = 0.0f;
+        for (int64_t k = 0; k < chunks; ++k) {
+          s += part_s[plane * chunks + k];
+          b += part_b[plane * chunks + k];
+        }
+        ds()[plane] = s;
+        db()[plane] = b;
+      }
+    });
+    if (!p.need_dx) return;
+    float* coef2 = ws + p.coef_at;
+    float* coef3 = coef2 + p.N * p.G;
+    parallel_for(p.N * p.G, 256, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) group_coef(t / p.G, t % p.G, coef2[t], coef3[t]);
+    });
+    parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t plane = t / chunks, k = t % chunks;
+        const int64_t n = plane / p.C, c = plane % p.C;
+        const int64_t h0 = k * kPlaneChunk, h1 = std::min(p.HxW, h0 + kPlaneChunk);
+        const int64_t ng = n * p.G + c / p.D;
+        write(n, c, h0, h1, coef(n, c, coef2[ng], coef3[ng]));
+      }
+    });
+  }
+
+  // dgamma/dbeta: per channel, the (n, c) sums added over n in order. Channels are blocked so
+  // the loops run along rows of ds/db (n outer), not down their columns.
+  void write_param_grads() const {
+    constexpr int64_t kBlock = 256;
+    T* dg = p.need_dgamma ? a.gradGammaOut.ptr<T>() : nullptr;
+    T* dbeta = p.need_dbeta ? a.gradBetaOut.ptr<T>() : nullptr;
+    const FlatIndex fg(p.need_dgamma ? a.gradGammaOut : a.input);
+    const FlatIndex fb(p.need_dbeta ? a.gradBetaOut : a.input);
+    const bool empty = p.N * p.C * p.HxW == 0;
+    const int64_t blocks = (p.C + kBlock - 1) / kBlock;
+    parallel_for(blocks, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, kBlock * p.N)), [&](int64_t begin, int64_t end) {
+      float sg[kBlock], sb[kBlock];
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t c0 = b * kBlock, c1 = std::min(p.C, c0 + kBlock);
+        std::fill(sg, sg + kBlock, 0.0f);
+        std::fill(sb, sb + kBlock, 0.0f);
+        for (int64_t n = 0; n < p.N && !empty; ++n) {
+          const float* dsn = ds() + n * p.C;
+          const float* dbn = db() + n * p.C;
+          for (int64_t c = c0; c < c1;) {
+            const int64_t g = c / p.D, cend = std::min(c1, (g + 1) * p.D);
+            const float r = rstd()[n * p.G + g];
+            for (; c < cend; ++c) {
+              sg[c - c0] += dsn[c] * r;
+              sb[c - c0] += dbn[c];
+            }
+          }
+        }
+        for (int64_t c = c0; c < c1; ++c) {
+          if (dg) dg[fg.offset(c)] = from_float<T>(sg[c - c0]);
+          if (dbeta) dbeta[fb.offset(c)] = from_float<T>(sb[c - c0]);
+        }
+      }
+    });
+  }
+
+  void run() const {
+    if (!p.need_dx && !p.need_dgamma && !p.need_dbeta) return;
+    if (p.N * p.C * p.HxW == 0) {
+      write_param_grads();  // zeros: sums over nothing
+      return;
+    }
+    load_params();
+    if (p.fused) run_fused();
+    else run_chunked();
+    if (p.need_dgamma || p.need_dbeta) write_param_grads();
+  }
+};
+
+}  // namespace
+
+uint64_t group_norm_backward_workspace(const GroupNormBackwardArgs& args) {
+  const Plan p = make_plan(args);
+  if (p.N * p.C * p.HxW == 0) return 0;
+  return uint64_t(p.total) * sizeof(float);
+}
+
+aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspace) {
+  const Plan p = make_plan(args);
+  float* ws = static_cast<float*>(workspace);
+  switch (args.gradOut.dtype) {
+    case DType::Float32: Kernel<float>(args, p, ws).run(); return kSuccess;
+    case DType::Float16: Kernel<half_t>(args, p, ws).run(); return kSuccess;
+    case DType::BFloat16: Kernel<bfloat16_t>(args, p, ws).run(); return kSuccess;
+    default: return kInner;
+  }
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
