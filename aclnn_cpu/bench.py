@@ -344,8 +344,8 @@ def time_interleaved(fns: Dict[str, Callable[[], object]], rounds: int, min_time
     finally:
         if gc_was_enabled:
             gc.enable()
-    return {name: {"median": statistics.median(samples[name]), "loops": loops[name],
-                   "samples": samples[name]} for name in names}
+    return {name: {"median": statistics.median(samples[name]), "min": min(samples[name]),
+                   "loops": loops[name], "samples": samples[name]} for name in names}
 
 
 class ParallelCopy:
@@ -514,6 +514,7 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
         copier.close()
     for name, t in timing.items():
         row[f"{name}_ms"] = t["median"] * 1e3
+        row[f"{name}_min_ms"] = t["min"] * 1e3
         row[f"{name}_loops"] = t["loops"]
         row[f"{name}_samples_ms"] = [s * 1e3 for s in t["samples"]]
     if row["ours_ms"]:

@@ -13,7 +13,7 @@ TINY = ["--suite", "smoke", "--rounds", "2", "--min-time", "0.001"]
 
 def _run(tmp_path, capsys, *extra):
     path = tmp_path / "bench.json"
-    code = cli_main(["bench", *TINY, "--json", str(path), *extra])
+    code = bench.main([*TINY, "--json", str(path), *extra])
     captured = capsys.readouterr()
     return code, json.loads(path.read_text()), captured
 
@@ -64,6 +64,13 @@ def test_without_torch_times_ours_and_the_copy(tmp_path, capsys):
         assert row["ours_ms"] > 0 and row["torch_ms"] is None and row["copy_method"].startswith("numpy")
     names = [t["name"] for t in report["results"][1]["targets"]]
     assert names == ["per_element_vs_fp32"]
+
+
+def test_cli_passes_options_to_the_suite(capsys):
+    # `python -m aclnn_cpu bench --quick ...`: options after `bench` belong to the suite.
+    assert cli_main(["bench", "--list", "--quick", "--ops", "softmax"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == ["softmax"] * 2
 
 
 def test_filters_and_listing(capsys):
