@@ -55,6 +55,11 @@ COPY_FRACTION_TARGET = 0.60
 DEFAULT_ROUNDS = 7
 DEFAULT_MIN_TIME = 0.020  # seconds per sample
 OUTPUT_POLICY = "ours: outputs preallocated, passed with out=; torch: allocates its outputs each call"
+ALLOC_POLICY = "ours and torch both allocate their outputs on every call"
+
+
+def output_policy(allocate: bool) -> str:
+    return ALLOC_POLICY if allocate else OUTPUT_POLICY
 MODE_NAMES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 PAD_NAMES = {0: "zeros", 1: "border", 2: "reflection"}
 
@@ -153,12 +158,13 @@ def _randn(rng: np.random.Generator, shape, scale=1.0, shift=0.0) -> np.ndarray:
 @dataclass
 class Prepared:
     """One case at one dtype: callables for both sides and the bytes the op must move."""
-    ours: Callable[[], object]
+    ours: Callable[[], object]  # writes into preallocated outputs (out=)
     torch: Optional[Callable[[], object]]
     ours_outputs: Callable[[], List[np.ndarray]]
     torch_outputs: Optional[Callable[[], List[object]]]
     bytes_moved: int
     elements: int
+    ours_alloc: Optional[Callable[[], object]] = None  # allocates its outputs, as torch does
 
 
 def _prepare_prelu(case, dtype, ac, torch, rng) -> Prepared:
@@ -191,7 +197,8 @@ def _prepare_prelu(case, dtype, ac, torch, rng) -> Prepared:
 
         torch_out = lambda: list(torch_fn())  # noqa: E731
     return Prepared(ours, torch_fn, lambda: [gi, gw], torch_out,
-                    (3 * numel + 2 * wnumel) * dt.itemsize, numel)
+                    (3 * numel + 2 * wnumel) * dt.itemsize, numel,
+                    lambda: ac.prelu_backward(go, x, w))
 
 
 def _prepare_group_norm(case, dtype, ac, torch, rng) -> Prepared:
@@ -228,7 +235,8 @@ def _prepare_group_norm(case, dtype, ac, torch, rng) -> Prepared:
         torch_out = lambda: list(torch_fn())  # noqa: E731
     numel = N * C * HxW
     return Prepared(ours, torch_fn, lambda: [gi, gg, gb], torch_out,
-                    (3 * numel + 2 * N * G + 3 * C) * dt.itemsize, numel)
+                    (3 * numel + 2 * N * G + 3 * C) * dt.itemsize, numel,
+                    lambda: ac.group_norm_backward(go, x, mean, rstd, gamma, N, C, HxW, G))
 
 
 def _prepare_softmax(case, dtype, ac, torch, rng) -> Prepared:
@@ -254,7 +262,8 @@ def _prepare_softmax(case, dtype, ac, torch, rng) -> Prepared:
             return kernel(tgo, ty, dim, tdt)
 
         torch_out = lambda: [torch_fn()]  # noqa: E731
-    return Prepared(ours, torch_fn, lambda: [res], torch_out, 3 * y.size * dt.itemsize, y.size)
+    return Prepared(ours, torch_fn, lambda: [res], torch_out, 3 * y.size * dt.itemsize, y.size,
+                    lambda: ac.softmax_backward(go, y, dim))
 
 
 def _warp_grid(rng, N, Ho, Wo, align) -> np.ndarray:
@@ -293,7 +302,8 @@ def _prepare_grid_sampler(case, dtype, ac, torch, rng) -> Prepared:
 
         torch_out = lambda: list(torch_fn())  # noqa: E731
     moved = go.size + 2 * x.size + 2 * grid.size
-    return Prepared(ours, torch_fn, lambda: [ig, gg], torch_out, moved * dt.itemsize, go.size)
+    return Prepared(ours, torch_fn, lambda: [ig, gg], torch_out, moved * dt.itemsize, go.size,
+                    lambda: ac.grid_sampler2d_backward(go, x, grid, mode, padding, align))
 
 
 PREPARE = {"prelu": _prepare_prelu, "group_norm": _prepare_group_norm,
@@ -481,7 +491,7 @@ def _agreement(ours: List[np.ndarray], theirs: List[object]) -> List[Optional[fl
 
 
 def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_time: float,
-             cache_bytes: int) -> Dict:
+             cache_bytes: int, allocate: bool = False) -> Dict:
     """Time one case at one dtype and thread count; returns the result row (errors included)."""
     rng = np.random.default_rng(20240611)
     row = {"op": case.op, "case": case.label, "shape": case.describe(), "params": dict(case.params),
@@ -492,9 +502,10 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
                working_set_bytes=prepared.bytes_moved,
                larger_than_cache=prepared.bytes_moved > cache_bytes)
     fns = {}
+    ours = prepared.ours_alloc if allocate else prepared.ours
     try:
-        prepared.ours()
-        fns["ours"] = prepared.ours
+        ours()
+        fns["ours"] = ours
     except Exception as exc:
         row["ours_error"] = f"{type(exc).__name__}: {exc}"
     if torch is None:
@@ -654,7 +665,7 @@ def missed_targets(rows: List[Dict]) -> List[str]:
                 if t["name"] == "speedup":
                     out.append(f"{where}: speed-up {t['value']:.2f}x < {t['goal']:g}x")
                 elif t["name"] == "copy_bandwidth":
-                    out.append(f"{where}: {t['value']:.0%} of copy bandwidth < {t['goal']:.0%}")
+                    out.append(f"{where}: {t['value']:.1%} of copy bandwidth < {t['goal']:.0%}")
                 else:
                     out.append(f"{where}: {t['value']:.2f}x the fp32 time per element > 1")
     return out
@@ -685,7 +696,7 @@ def table_rows(rows: List[Dict]) -> List[List[str]]:
             r["op"], r["case"], SHORT_DTYPE[r["dtype"]], str(r["threads"]), r["shape"],
             _fmt_ms(r.get("ours_ms")), _fmt_ms(r.get("torch_ms")),
             "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
-            "-" if r.get("copy_fraction") is None else f"{r['copy_fraction']:.0%}",
+            "-" if r.get("copy_fraction") is None else f"{r['copy_fraction']:.1%}",
             "-" if r.get("ours_gbps") is None else f"{r['ours_gbps']:.1f}",
             _target_cells(r),
         ])
@@ -718,7 +729,7 @@ def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, setti
              f"last-level cache {machine['last_level_cache_bytes'] >> 20} MiB), ISA in use `{machine.get('isa')}`, "
              f"aclnn_cpu {machine.get('aclnn_cpu')}, torch {machine.get('torch')}, numpy {machine['numpy']}, "
              f"Python {machine['python']}. {settings['rounds']} rounds, samples >= "
-             f"{settings['min_time_s'] * 1e3:g} ms, medians. {OUTPUT_POLICY}.", ""]
+             f"{settings['min_time_s'] * 1e3:g} ms, medians. {settings['output_policy']}.", ""]
     lines.append("| " + " | ".join(TABLE_HEADER) + " |")
     lines.append("|" + "|".join("---" for _ in TABLE_HEADER) + "|")
     for b in table_rows(rows):
@@ -842,6 +853,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help=f"timed rounds after the warm-up (default {DEFAULT_ROUNDS})")
     parser.add_argument("--min-time", type=float, default=DEFAULT_MIN_TIME,
                         help=f"seconds each sample lasts at least (default {DEFAULT_MIN_TIME})")
+    parser.add_argument("--alloc", action="store_true",
+                        help="ours allocates its outputs on every call, as torch does (default: out=)")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch (time ours and the copy)")
     parser.add_argument("--no-overhead", action="store_true", help="skip the per-call overhead table")
     parser.add_argument("--json", metavar="FILE", help="write every result and the machine as JSON")
@@ -903,7 +916,8 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
             ac.set_num_threads(threads)
             if torch is not None:
                 torch.set_num_threads(threads)
-            rows.append(run_case(case, dtype, threads, ac, torch, args.rounds, args.min_time, cache_bytes))
+            rows.append(run_case(case, dtype, threads, ac, torch, args.rounds, args.min_time, cache_bytes,
+                                 args.alloc))
             gc.collect()
         ac.set_num_threads(args.threads[0])
         if torch is not None:
@@ -927,7 +941,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
         "machine": machine,
         "settings": {"suite": args.suite, "ops": args.ops, "dtypes": args.dtypes, "threads": args.threads,
                      "match": args.match, "rounds": args.rounds, "min_time_s": args.min_time,
-                     "torch": torch is not None, "output_policy": OUTPUT_POLICY,
+                     "torch": torch is not None, "output_policy": output_policy(args.alloc),
                      "copy": "reads + writes the op's bytes: a buffer of half that size copied into another",
                      "targets": {"speedup": SPEEDUP_TARGET, "grid_sampler_batch1": GRID_BATCH1_TARGET,
                                  "copy_fraction": COPY_FRACTION_TARGET, "streaming_ops": list(STREAMING_OPS),
@@ -950,7 +964,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"aclnn_cpu {ac.__version__} (ISA {ac.config().get('isa')}) vs "
           + (f"torch {torch.__version__}" if torch is not None else
              "torch absent: timing ours and the copy only")
-          + f"; threads {','.join(map(str, args.threads))}; suite {args.suite}; {OUTPUT_POLICY}.")
+          + f"; threads {','.join(map(str, args.threads))}; suite {args.suite}; {output_policy(args.alloc)}.")
     load = load_average()
     if load and load[0] > 0.5:
         print(f"warning: 1-minute load average {load[0]} before the run: other processes share the "

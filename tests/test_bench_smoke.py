@@ -54,10 +54,11 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
 
 
 def test_without_torch_times_ours_and_the_copy(tmp_path, capsys):
-    code, report, captured = _run(tmp_path, capsys, "--no-torch", "--no-overhead",
+    code, report, captured = _run(tmp_path, capsys, "--no-torch", "--no-overhead", "--alloc",
                                   "--ops", "prelu", "--dtypes", "bf16,fp32")
     assert code == 0, captured.out + captured.err
     assert "torch absent" in captured.out
+    assert "both allocate" in report["settings"]["output_policy"]
     assert report["machine"]["torch"] is None and report["overhead"] == []
     assert [r["dtype"] for r in report["results"]] == ["float32", "bfloat16"]  # fp32 first
     for row in report["results"]:
