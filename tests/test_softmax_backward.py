@@ -1,0 +1,336 @@
+"""aclnnSoftmaxBackward: out = output * (gradOutput - sum_dim(gradOutput * output)).
+
+Checked against a float64 NumPy formula and PyTorch's _softmax_backward_data in float64 on the
+same (already rounded) inputs. The error bound is derived, not tuned: the kernel computes in
+fp32, so
+
+    |out - exact| <= u_out*|exact| + tiny_out                      final rounding to out's dtype
+                     + |y| * (n + 2) * u32 * (sum|g*y| + |g|) * 2    fp32 sum of n products,
+                                                                    then g - s and y * (...)
+
+with u the unit roundoff of a dtype and tiny_out half its smallest subnormal.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, np_dtype, strided_view, to_torch
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
+OUT_DTYPES = DTYPES + [np.dtype(np.float64)]
+# Half the smallest subnormal: the absolute part of rounding a tiny result.
+TINY = {np.dtype(np.float64): 2.0 ** -1075, np.dtype(np.float32): 2.0 ** -150,
+        np.dtype(np.float16): 2.0 ** -25, BFLOAT16: 2.0 ** -134}
+
+
+def reference(g, y, dim):
+    """float64 result, and the per-element error bound of an fp32 computation (module docstring)."""
+    g, y = f64(g), f64(y)
+    if g.ndim == 0:
+        g, y = g.reshape(1), y.reshape(1)
+        out, bound_part = reference(g, y, 0)
+        return out.reshape(()), bound_part.reshape(())
+    s = (g * y).sum(axis=dim, keepdims=True)
+    magnitude = np.abs(g * y).sum(axis=dim, keepdims=True)
+    n = g.shape[dim]
+    out = y * (g - s)
+    fp32_error = np.abs(y) * (n + 2) * FP32_EPS * (magnitude + np.abs(g)) * 2
+    return out, fp32_error
+
+
+def bound(ref, fp32_error, out_dtype):
+    out_dtype = np.dtype(out_dtype)
+    return UNIT_ROUNDOFF[out_dtype] * np.abs(ref) + TINY[out_dtype] + fp32_error
+
+
+def inputs(rng, shape, dtype):
+    g = rng.standard_normal(shape).astype(dtype)
+    y = rng.random(shape).astype(dtype)  # softmax outputs are in [0, 1)
+    return g, y
+
+
+def check(g, y, dim, out):
+    ref, err = reference(g, y, dim % max(np.ndim(g), 1))
+    assert_within(out, ref, bound(ref, err, out.dtype), f"softmax_backward dim={dim}")
+
+
+# --------------------------------------------------------------------------------------------
+# The documented example (document 002): [4, 2] float32 along dim 0.
+
+def test_documented_example():
+    go = np.arange(8, dtype=np.float32).reshape(4, 2)
+    y = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float32).reshape(4, 2)
+    out = ac.softmax_backward(go, y, 0)
+    # column sums of g*y: 28 and 38; out = y * (g - sum)
+    expected = np.array([[-28, -37], [-26, -70], [-48, -66], [-66, -93]], dtype=np.float64)
+    np.testing.assert_array_equal(f64(out), expected)
+    np.testing.assert_array_equal(f64(out), reference(go, y, 0)[0])
+
+
+def test_documented_example_two_phase():
+    go = np.arange(8, dtype=np.float32).reshape(4, 2)
+    y = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float32).reshape(4, 2)
+    out = np.zeros((4, 2), np.float32)
+    ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(go, y, 0, out)
+    ac.aclnnSoftmaxBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
+    np.testing.assert_array_equal(f64(out), reference(go, y, 0)[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers: every rank 0-8, every dim (negative too), every dtype, every ISA level.
+
+SHAPES = [(), (1,), (7,), (4, 2), (3, 5, 17), (2, 3, 4, 5), (2, 1, 3, 1, 4), (2, 2, 1, 3, 2, 2),
+          (1, 2, 2, 2, 1, 2, 3), (2, 1, 2, 1, 2, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_every_rank_and_dim(isa, shape, dtype):
+    rng = np.random.default_rng(len(shape))
+    g, y = inputs(rng, shape, dtype)
+    n = max(len(shape), 1)
+    for dim in range(-n, n):
+        check(g, y, dim, ac.softmax_backward(g, y, dim))
+
+
+# Shapes that take each kernel path: short rows (< 32), ordinary rows, rows longer than one
+# 16384-element partial (workspace), the column path (dim not last) with narrow and wide inner
+# sizes, and sizes that leave SIMD tails on every level.
+PATH_CASES = [((1000, 3), -1), ((257, 31), 1), ((64, 33), -1), ((5, 1000), -1), ((3, 40000), -1),
+              ((1, 70001), 0), ((6, 37, 9), 1), ((3, 500, 2), 1), ((2, 7, 5000), 1), ((40000, 3), 0),
+              ((4, 5, 6, 7), 0), ((2, 3, 33, 65), 2)]
+
+
+@pytest.mark.parametrize("shape,dim", PATH_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kernel_paths(isa, shape, dim, dtype):
+    rng = np.random.default_rng(sum(shape))
+    g, y = inputs(rng, shape, dtype)
+    check(g, y, dim, ac.softmax_backward(g, y, dim))
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 4), (0, 0)], ids=str)
+def test_empty(shape):
+    g, y = inputs(np.random.default_rng(0), shape, np.float32)
+    for dim in range(-len(shape), len(shape)):
+        out = ac.softmax_backward(g, y, dim)
+        assert out.shape == shape and out.dtype == np.float32
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts: strided, transposed and negative-stride inputs; results written through out= views.
+
+@pytest.mark.parametrize("layout_g,layout_y", list(itertools.product(LAYOUTS, LAYOUTS)))
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_strided_inputs(isa, layout_g, layout_y, dim):
+    rng = np.random.default_rng(3)
+    g, y = inputs(rng, (6, 37, 9), np.float32)
+    gv, yv = strided_view(rng, g, layout_g), strided_view(rng, y, layout_y)
+    check(g, y, dim, ac.softmax_backward(gv, yv, dim))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_out_views(layout, dtype):
+    rng = np.random.default_rng(4)
+    g, y = inputs(rng, (5, 40, 3), dtype)
+    for dim in (1, 2):
+        out = strided_view(rng, np.full(g.shape, np.nan, dtype), layout)
+        result = ac.softmax_backward(g, y, dim, out=out)
+        assert result is out
+        check(g, y, dim, out)
+
+
+def test_out_view_inside_a_larger_buffer_leaves_the_rest_alone():
+    rng = np.random.default_rng(5)
+    g, y = inputs(rng, (8, 10), np.float32)
+    buffer = np.full((10, 24), 7.0, np.float32)
+    out = buffer[1:9, 2:22:2]
+    ac.softmax_backward(g, y, -1, out=out)
+    check(g, y, -1, out)
+    mask = np.ones(buffer.shape, bool)
+    mask[1:9, 2:22:2] = False
+    assert (buffer[mask] == 7.0).all()
+
+
+def test_broadcast_and_transposed_views():
+    rng = np.random.default_rng(6)
+    g, y = inputs(rng, (1, 50), np.float32)
+    gb = np.broadcast_to(g, (40, 50))  # zero strides
+    yt = np.ascontiguousarray(np.broadcast_to(y, (40, 50)).T).T
+    for dim in (0, 1):
+        check(gb, yt, dim, ac.softmax_backward(gb, yt, dim))
+
+
+# --------------------------------------------------------------------------------------------
+# out in another dtype: computed in fp32, cast on write (float64 gets the fp32 result widened).
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("out_dtype", OUT_DTYPES, ids=str)
+def test_out_dtype(isa, dtype, out_dtype):
+    rng = np.random.default_rng(7)
+    g, y = inputs(rng, (6, 37, 9), dtype)
+    for dim in (1, -1):
+        out = ac.softmax_backward(g, y, dim, out_dtype=out_dtype)
+        assert out.dtype == out_dtype
+        check(g, y, dim, out)
+        out2 = np.zeros(g.shape, out_dtype)
+        ws, ex = ac.aclnnSoftmaxBackwardGetWorkspaceSize(g, y, dim, out2)
+        ac.aclnnSoftmaxBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
+        assert out2.tobytes() == out.tobytes()
+
+
+def test_float64_out_is_the_fp32_result_widened():
+    rng = np.random.default_rng(8)
+    g, y = inputs(rng, (9, 123), np.float32)
+    out64 = ac.softmax_backward(g, y, 1, out_dtype=np.float64)
+    out32 = ac.softmax_backward(g, y, 1)
+    np.testing.assert_array_equal(out64, out32.astype(np.float64))
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch as an independent oracle, in float64 on the same rounded inputs.
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape,dim", [((4, 2), 0), ((6, 37, 9), 1), ((3, 40000), -1), ((1000, 3), 1),
+                                       ((2, 3, 4, 5), -3)], ids=str)
+def test_matches_torch(torch, isa, dtype, shape, dim):
+    rng = np.random.default_rng(9)
+    g, y = inputs(rng, shape, dtype)
+    out = ac.softmax_backward(g, y, dim)
+    tg, ty = to_torch(g).double(), to_torch(y).double()
+    expected = torch.ops.aten._softmax_backward_data(tg, ty, dim, torch.float64).numpy()
+    _, err = reference(g, y, dim % len(shape))
+    assert_within(out, expected, bound(expected, err, dtype), "softmax vs torch")
+
+
+def test_torch_tensors_in_and_out(torch):
+    g = torch.randn(5, 33, dtype=torch.bfloat16)
+    y = torch.rand(5, 33, dtype=torch.bfloat16)
+    out = torch.empty(5, 33, dtype=torch.float32)
+    ac.softmax_backward(g, y, 1, out=out)
+    expected = torch.ops.aten._softmax_backward_data(g.double(), y.double(), 1, torch.float64)
+    ref, err = reference(g, y, 1)
+    assert_within(out, expected.numpy(), bound(ref, err, np.float32), "torch in/out")
+
+
+# --------------------------------------------------------------------------------------------
+# Determinism: bitwise identical for 1 and 2 threads on every path.
+
+@pytest.mark.parametrize("shape,dim,layout", [((1000, 3), -1, "contiguous"), ((64, 300), -1, "contiguous"),
+                                              ((3, 70000), -1, "contiguous"), ((8, 300, 40), 1, "contiguous"),
+                                              ((2, 5, 20000), 1, "contiguous"), ((50, 60, 7), 1, "transposed"),
+                                              ((200, 300), -1, "sliced")], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bitwise_identical_across_thread_counts(isa, threads, shape, dim, layout, dtype):
+    rng = np.random.default_rng(10)
+    g, y = inputs(rng, shape, dtype)
+    g, y = strided_view(rng, g, layout), strided_view(rng, y, layout)
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        results.append(ac.softmax_backward(g, y, dim).tobytes())
+    assert results[0] == results[1] == results[2]
+
+
+# --------------------------------------------------------------------------------------------
+# Documented errors (161001 null pointers; 161002 dim, dtypes, shapes) through both APIs, with
+# the output untouched.
+
+def call_both(g, y, dim, out):
+    """Runs the failing call through the functional and the two-phase API; returns the errors."""
+    errors = []
+    for api in ("functional", "two_phase"):
+        with pytest.raises(ac.AclnnError) as info:
+            if api == "functional":
+                ac.softmax_backward(g, y, dim, out=out)
+            else:
+                ac.aclnnSoftmaxBackwardGetWorkspaceSize(g, y, dim, out)
+        errors.append(info.value)
+    return errors
+
+
+GOOD = np.random.default_rng(11).standard_normal((4, 5)).astype(np.float32)
+
+
+@pytest.mark.parametrize("case,status", [
+    ("null gradOutput", 161001), ("null output", 161001), ("null out", 161001),
+    ("dim too large", 161002), ("dim too small", 161002), ("gradOutput float64", 161002),
+    ("gradOutput int32", 161002), ("output dtype differs", 161002), ("output shape differs", 161002),
+    ("out shape differs", 161002), ("out int32", 161002), ("nine dims", 161002),
+    ("dim 1 of a 0-d tensor", 161002),
+])
+def test_documented_errors(case, status):
+    g, y = GOOD.copy(), GOOD.copy()
+    out = np.full((4, 5), 5.0, np.float32)
+    dim = 1
+    if case == "null gradOutput":
+        g = None
+    elif case == "null output":
+        y = None
+    elif case == "null out":
+        with pytest.raises(ac.ParamNullptrError) as info:
+            ac.aclnnSoftmaxBackwardGetWorkspaceSize(g, y, dim, None)
+        assert info.value.status == status and "aclnnSoftmaxBackward" in str(info.value)
+        return
+    elif case == "dim too large":
+        dim = 2
+    elif case == "dim too small":
+        dim = -3
+    elif case == "gradOutput float64":
+        g, y = g.astype(np.float64), y.astype(np.float64)
+    elif case == "gradOutput int32":
+        g, y = g.astype(np.int32), y.astype(np.int32)
+    elif case == "output dtype differs":
+        y = y.astype(np.float16)
+    elif case == "output shape differs":
+        y = np.zeros((5, 4), np.float32)
+    elif case == "out shape differs":
+        out = np.full((4, 6), 5.0, np.float32)
+    elif case == "out int32":
+        out = np.full((4, 5), 5, np.int32)
+    elif case == "nine dims":
+        g = y = np.zeros((1,) * 9, np.float32)
+        out = np.full((1,) * 9, 5.0, np.float32)
+    elif case == "dim 1 of a 0-d tensor":
+        g = y = np.float32(1.0).reshape(())
+        out = np.full((), 5.0, np.float32)
+    before = out.copy()
+    for error in call_both(g, y, dim, out):
+        assert error.status == status, str(error)
+        assert "aclnnSoftmaxBackward: " in str(error), str(error)
+        assert isinstance(error, ac.ParamNullptrError if status == 161001 else ac.ParamInvalidError)
+    np.testing.assert_array_equal(out, before)
+
+
+def test_bfloat16_only_on_atlas_a2(product):
+    g = GOOD.astype(BFLOAT16)
+    product("atlas_training")
+    out = np.full((4, 5), 5.0, np.float32)
+    for error in call_both(g, g, 1, out):
+        assert error.status == 161002
+    np.testing.assert_array_equal(out, 5.0)
+    product("atlas_a2")
+    check(g, g, 1, ac.softmax_backward(g, g, 1, out=out))
+
+
+def test_dim_error_message_names_the_range():
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.softmax_backward(GOOD, GOOD, 2)
+    assert "dim 2" in str(info.value)
+
+
+def test_special_values_propagate():
+    g = np.array([[1.0, np.nan, 2.0], [np.inf, 1.0, 0.0], [1.0, 2.0, 3.0]], np.float32)
+    y = np.array([[0.2, 0.3, 0.5], [0.1, 0.0, 0.9], [0.0, 0.0, 1.0]], np.float32)
+    out = ac.softmax_backward(g, y, 1)
+    with np.errstate(invalid="ignore"):
+        ref = reference(g, y, 1)[0]
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(out[finite], ref[finite], rtol=1e-6)
+    assert np_dtype("float32") == out.dtype
