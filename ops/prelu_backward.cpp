@@ -239,7 +239,8 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
   const T* x0 = a.self.ptr<const T>();
   T* gi0 = a.gradInput.ptr<T>();
   float* weights = workspace;  // column mode: fp32 copy of the weights
-  float* partials = workspace + l.weight_floats();
+  // No elements: the workspace is 0 bytes and may be null, and null + offset is undefined.
+  float* partials = workspace == nullptr ? nullptr : workspace + l.weight_floats();
   const int64_t numel = l.N * l.W;
   const int64_t* run_stride = l.run_stride;
 

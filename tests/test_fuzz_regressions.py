@@ -1,0 +1,19 @@
+"""Regression tests for the findings of the fuzzers in fuzz/ (see fuzz/README.md).
+
+Each test replays the smallest call that triggered a finding. The normal build checks the
+results; the ASan+UBSan run of docs/reliability.md checks the memory and UB side."""
+import numpy as np
+
+import aclnn_cpu as ac
+
+
+def test_prelu_without_elements_and_a_one_element_weight_needs_no_workspace():
+    # fuzz_c_api: self [0, 0] with a [1, 1] weight plans a 0-byte workspace; the kernel offset
+    # the null workspace pointer (UBSan: "applying non-zero offset to null pointer").
+    empty = np.zeros((0, 0), np.float32)
+    weight = np.ones((1, 1), np.float32)
+    size, executor = ac.aclnnPreluBackwardGetWorkspaceSize(
+        empty, empty, weight, np.zeros((0, 0), np.float32), grad_weight := np.full((1, 1), 7, np.float32))
+    assert size == 0
+    ac.aclnnPreluBackward(None, 0, executor)
+    assert grad_weight.tolist() == [[0.0]]
