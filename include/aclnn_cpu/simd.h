@@ -8,9 +8,12 @@
 //                     fp16 through integer bit manipulation
 //
 // Numerics, identical on every level for the same lane contents:
-//   * fma(a, b, c) is a*b + c with two roundings, never fused: the baseline has no FMA unit, and
-//     one definition everywhere keeps per-lane results independent of the level. (The build uses
-//     ISO C++ mode, where GCC does not contract a*b+c on its own.)
+//   * fma(a, b, c) is a*b + c with two roundings, never fused: the baseline has no FMA unit (a
+//     software fma would be slow), and one definition everywhere keeps per-lane results
+//     independent of the level. GCC contracts a*b + c into an FMA even in ISO C++ mode
+//     (-ffp-contract=fast is its default), so fma() hides the product from the optimiser;
+//     plain a*b + c expressions elsewhere in a kernel may still be fused on AVX2/AVX-512 unless
+//     the build passes -ffp-contract=off. Either way nothing depends on the thread count.
 //   * bf16 -> fp32 is a 16-bit shift; fp32 -> bf16 rounds to nearest even on the integer bits,
 //     NaN -> 0x7FC0 | sign, exactly like ml_dtypes. AVX512-BF16's vcvtneps2bf16 is deliberately
 //     not used: it flushes denormal inputs to zero, which ml_dtypes (and half.h) do not.
@@ -82,7 +85,15 @@ inline VecF set1(float x) { return VecF{} + x; }
 inline VecF zero() { return VecF{}; }
 inline VecI set1_int(int32_t x) { return VecI{} + x; }
 
-inline VecF fma(VecF a, VecF b, VecF c) { return a * b + c; }  // unfused, see the header note
+// Unfused, see the header note: the empty asm makes the rounded product opaque, so the
+// compiler cannot contract it with the addition.
+inline VecF fma(VecF a, VecF b, VecF c) {
+  VecF product = a * b;
+#if ACLNN_SIMD_X86
+  __asm__("" : "+v"(product));
+#endif
+  return product + c;
+}
 
 // max/min with x86 maxps/minps semantics: max(a, b) = a > b ? a : b, so when either is NaN the
 // result is b. std::max(x, lo) therefore equals max(lo, x).
