@@ -13,6 +13,7 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/status.h"
+#include "runtime_internal.h"
 
 namespace aclnn_cpu {
 namespace {
@@ -74,9 +75,16 @@ aclOpExecutor* register_executor(aclOpExecutor* ex) {
 }
 
 aclnnStatus run_executor(const char* op_name, void* workspace, uint64_t workspace_size,
-                         aclOpExecutor* executor, void* /*stream: synchronous, unused*/) {
+                         aclOpExecutor* executor, void* stream) {
   clear_error();
   if (executor == nullptr) return fail(kParamNullptr, "%s: executor is null", op_name);
+  // Work runs synchronously, so the stream only has to be one the caller may use: null (the
+  // default stream) or a live aclrtCreateStream handle. A bad one is refused before the
+  // executor is touched, so it can still be run with a good stream or destroyed.
+  if (!stream_is_usable(stream))
+    return fail(kParamInvalid,
+                "%s: unknown stream (destroyed, or not created by aclrtCreateStream); the "
+                "executor was not run", op_name);
 
   Hold hold = Hold::None;
   {
