@@ -2,7 +2,8 @@
 // repeatable one runs many times (seeing new input data each time) until
 // aclDestroyAclOpExecutor; consumed, destroyed, foreign and null executors are refused with a
 // status and a message, never a crash; workspace checks; an executor outlives the aclTensors it
-// was planned with; repeatable executors run in two threads at once.
+// was planned with; a bad stream is refused without consuming the executor; repeatable executors
+// run in two threads at once.
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -245,6 +246,26 @@ void too_small_workspace() {
   CHECK_MSG(tried > 0, "no op asked for a workspace: add a case whose plan needs one");
 }
 
+// A stream that is not null and not live is refused before the executor is touched.
+void bad_streams() {
+  SoftmaxProblem p(1.0f);
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  EXPECT_STATUS(p.plan(&ws, &ex), 0);
+  harness::DeviceBuffer workspace(ws);
+  aclrtStream stream = nullptr;
+  EXPECT_STATUS(aclrtCreateStream(&stream), 0);
+  EXPECT_STATUS(aclrtDestroyStream(stream), 0);
+  EXPECT_STATUS(aclnnSoftmaxBackward(workspace.get(), ws, ex, stream), ACLNN_ERR_PARAM_INVALID,
+                "aclnnSoftmaxBackward", "stream");
+  int not_a_stream = 0;
+  EXPECT_STATUS(aclnnSoftmaxBackward(workspace.get(), ws, ex, &not_a_stream),
+                ACLNN_ERR_PARAM_INVALID, "aclnnSoftmaxBackward", "stream");
+  CHECK(p.out.untouched());
+  EXPECT_STATUS(aclnnSoftmaxBackward(workspace.get(), ws, ex, nullptr), 0);  // not consumed
+  CHECK(p.out_is_right());
+}
+
 void executor_outlives_its_tensors() {
   std::vector<float> g, y;
   for (int i = 0; i < kRows * kCols; ++i) {
@@ -310,6 +331,7 @@ int main() {
   null_and_foreign_executors();
   workspace_checks();
   too_small_workspace();
+  bad_streams();
   executor_outlives_its_tensors();
   repeatable_executors_in_two_threads();
   EXPECT_STATUS(aclrtResetDevice(0), 0);
