@@ -1,0 +1,1143 @@
+// aclnnGridSampler2DBackward kernel: the gradients of grid_sample (2-D) with respect to input
+// and grid, as PyTorch's CPU grid_sampler_2d_backward computes them.
+//
+// Layout of the work. Every output position (n, ho, wo) maps to the same source pixels for all
+// channels, so its coordinates, weights, corner indices and clip/reflect gradient multipliers
+// are computed once, in double, into per-position "records" (phase 1). Channels are then handled
+// in blocks of kCb (4, 8 or 16, chosen from C): a block's input planes are transposed into a
+// channel-last fp32 buffer [H*W + 1][kCb], so one source pixel of the block is one short vector
+// and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
+// is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
+// zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
+// branches. gridGrad is a sum over channels: each block writes its per-position partial sums,
+// and phase 3 adds them in block order and applies the multipliers.
+//
+// Determinism. Every floating-point sum has an order fixed by the shapes alone: inputGrad
+// pixels accumulate in position order (or, when positions are split into a shape-derived
+// number of parts, per part in position order and then part by part), lane sums use a fixed
+// tree, block partials are added in block order. Threads only decide who runs which task, so
+// results are bitwise identical for any thread count.
+//
+// Numbers. Coordinates are computed in double from the grid values (as PyTorch's float64
+// kernel does), then weights are rounded to fp32; all accumulation is fp32, fp16/bf16 outputs
+// are rounded from the fp32 result (round to nearest even).
+//
+// Non-finite and far-away coordinates follow PyTorch's vectorised CPU kernel: out-of-range
+// corners contribute nothing in zeros padding while NaN weights still reach gridGrad through
+// 0 * NaN; clipping maps NaN to 0 (PyTorch's clamp order). Where PyTorch's bilinear backward
+// reads out of bounds (border/reflection with a NaN, or reflection with an infinite,
+// coordinate - it crashes), we use the coordinate its forward pass samples (0) with a zero
+// gradient multiplier.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/simd.h"
+
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+enum Interpolation : int { kBilinear = 0, kNearest = 1, kBicubic = 2 };
+enum Padding : int { kZeros = 0, kBorder = 1, kReflection = 2 };
+
+constexpr int64_t kAlign = 64;                  // byte alignment of every workspace region
+constexpr int64_t kTile = 256;                  // positions per gradOutput tile
+constexpr int64_t kRecordBudget = 32 << 20;     // bytes of records + partials per sample chunk
+constexpr int64_t kMaxSlots = 64;               // most threads that get a scratch slot
+constexpr int64_t kSlotBudget = 256 << 20;      // bytes all scratch slots may take together
+constexpr int64_t kTargetTasks = 8;             // below this many channel blocks, split positions
+constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
+constexpr int64_t kPositionGrain = 2048;
+constexpr int64_t kStreamBytes = 8 << 20;       // inputGrad at least this big is streamed out        // phase 1 / 3 positions per thread, at least
+constexpr int64_t kTaskGrainWork = 1 << 16;     // lane-positions worth a thread in phase 2
+constexpr double kCubicA = -0.75;
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
+
+// ---------------------------------------------------------------------------------------------
+// Coordinates, in double, 8 positions at a time (GCC vector extensions: 4 SSE2, 2 AVX2 or 1
+// AVX-512 register per vector). These mirror PyTorch's vectorised ComputeLocation: the same
+// formulas in the same order, so floor() and the clip/reflect branches land where PyTorch's
+// float64 kernel puts them.
+
+constexpr int kLanes = 8;
+// The vector helpers take and return vectors wider than the baseline's registers; forcing them
+// inline keeps such values out of any calling convention, so GCC's -Wpsabi note is moot here.
+#define ACLNN_GS_INLINE inline __attribute__((always_inline))
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double D8 __attribute__((vector_size(64)));
+typedef int64_t M8 __attribute__((vector_size(64)));  // lane masks of D8 comparisons
+typedef int32_t I8 __attribute__((vector_size(32)));
+typedef float F8 __attribute__((vector_size(32)));
+
+ACLNN_GS_INLINE D8 splat(double x) { return D8{} + x; }
+ACLNN_GS_INLINE D8 vabs(D8 v) { return (D8)((M8)v & INT64_MAX); }
+ACLNN_GS_INLINE D8 vsel(M8 m, D8 a, D8 b) { return m ? a : b; }
+ACLNN_GS_INLINE I8 vsel(M8 m, I8 a, I8 b) { return __builtin_convertvector(m, I8) ? a : b; }
+
+// x rounded to an integer in the FPU's mode (nearest even): adding and removing 2^52 drops the
+// fraction of |x| < 2^52; larger magnitudes, inf and NaN are integral (or NaN) already.
+ACLNN_GS_INLINE D8 vround_even(D8 x) {
+  const D8 big = splat(4503599627370496.0);
+  const D8 m = vabs(x);
+  const D8 r = (D8)(((M8)((m + big) - big)) | ((M8)x & INT64_MIN));  // keeps the sign of zero
+  return vsel(m < big, r, x);
+}
+ACLNN_GS_INLINE D8 vfloor(D8 x) {
+  const D8 r = vround_even(x);
+  return vsel(r > x, r - 1.0, r);
+}
+ACLNN_GS_INLINE F8 to_f8(D8 v) { return __builtin_convertvector(v, F8); }
+// Lanes must hold integers in int32 range (callers select a safe value first).
+ACLNN_GS_INLINE I8 to_i8(D8 v) { return __builtin_convertvector(v, I8); }
+
+ACLNN_GS_INLINE D8 load8(const double* p) {
+  D8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class E>
+ACLNN_GS_INLINE void store_n(E* dst, V v, int count) {
+  if (count == kLanes) {
+    std::memcpy(dst, &v, sizeof v);
+  } else {
+    E tmp[kLanes];
+    std::memcpy(tmp, &v, sizeof v);
+    std::memcpy(dst, tmp, size_t(count) * sizeof(E));
+  }
+}
+
+struct Axis {
+  int64_t size = 1;
+  double scale = 0;       // d(pixel coordinate) / d(grid value)
+  double max_val = 0;     // size - 1
+  double low = 0;         // reflection interval start (0 or -0.5)
+  double twice_span = 0;  // reflection period
+  bool empty = false;     // align_corners reflection of a size-1 axis: everything maps to 0
+};
+
+Axis make_axis(int64_t size, bool align) {
+  Axis a;
+  a.size = size;
+  a.max_val = double(size - 1);
+  if (align) {
+    a.scale = double(size - 1) / 2;
+    a.low = 0;
+    a.twice_span = double(size - 1) * 2;
+    a.empty = size <= 1;
+  } else {
+    a.scale = double(size) / 2;
+    a.low = -0.5;
+    a.twice_span = double(size) * 2;
+    a.empty = size <= 0;
+  }
+  return a;
+}
+
+template <bool Align>
+ACLNN_GS_INLINE D8 unnormalize(D8 g, const Axis& a) {
+  return Align ? (g + 1.0) * a.scale : (g + 1.0) * a.scale - 0.5;
+}
+
+// Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
+ACLNN_GS_INLINE D8 clip(D8 x, const Axis& a) { return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{}); }
+
+// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `flip` receives
+// whether the result runs against x (the gradient sign before the sign of x - low).
+template <bool Align>
+ACLNN_GS_INLINE D8 reflect(D8 x, const Axis& a, M8* against = nullptr) {
+  if (Align && a.empty) {
+    if (against) *against = M8{};
+    return D8{};
+  }
+  const D8 shifted = Align ? x : x - a.low;
+  const D8 in = vabs(shifted);
+  const D8 extra = in - vfloor(in / a.twice_span) * a.twice_span;  // in >= 0: floor == trunc
+  const D8 other = a.twice_span - extra;
+  const M8 flip = extra > other;
+  if (against) *against = flip ^ (shifted < 0.0);
+  // extra NaN: the comparison fails and `other` (NaN too) is taken, as minimum() would.
+  const D8 r = vsel(extra < other, extra, other);
+  return Align ? r : r + a.low;
+}
+
+// Source coordinate as PyTorch's forward pass (and the nearest/bicubic backward) computes it.
+template <int Pad, bool Align>
+ACLNN_GS_INLINE D8 map_coordinate(D8 x, const Axis& a) {
+  if (Pad == kBorder) return clip(x, a);
+  if (Pad == kReflection) return clip(reflect<Align>(x, a), a);
+  return x;
+}
+
+// Bilinear source coordinate and its gradient multiplier d(coordinate)/d(grid value).
+template <int Pad, bool Align>
+ACLNN_GS_INLINE D8 bilinear_coordinate(D8 g, const Axis& a, D8* mult) {
+  D8 x = unnormalize<Align>(g, a);
+  if (Pad == kZeros) {
+    *mult = splat(a.scale);
+    return x;
+  }
+  D8 m = splat(a.scale);
+  if (Pad == kReflection) {
+    if (Align && a.empty) {
+      x = D8{};
+      m = D8{};
+    } else {
+      M8 against;
+      x = reflect<Align>(x, a, &against);
+      m = vsel(against, splat(-a.scale), m);
+    }
+  }
+  // Borders count as outside for the gradient; NaN (see the header) becomes 0 with no gradient.
+  *mult = vsel((x > 0.0) & (x < a.max_val), m, D8{});
+  return clip(x, a);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-position records (structure of arrays over the positions of a chunk of samples).
+
+struct Records {
+  // bilinear: corner pixel (row of the channel-last buffers) nw, ne, sw, se; nearest: [0] only
+  int32_t* corner[4] = {};
+  float* frac[4] = {};  // bilinear: w (x - floor x), e (1 - w), n (y - floor y), s (1 - n)
+  float* mult[2] = {};  // bilinear: gradient multipliers x, y
+  // bicubic: tap columns (x index or -1) and tap row starts (y * W or -1)
+  int32_t* tap_col[4] = {};
+  int32_t* tap_row[4] = {};
+  float* cx[4] = {};    // cubic weights along x / y
+  float* cy[4] = {};
+  float* ncxg[4] = {};  // minus the derivative of the cubic weights along x / y
+  float* ncyg[4] = {};
+};
+
+// Cubic convolution weights of the 4 taps at distance t in [0, 1) (A = -0.75) and their
+// derivatives, as PyTorch's get_cubic_coefficients(_grad) write them.
+ACLNN_GS_INLINE void cubic_weights(D8 t, D8 w[4]) {
+  const double A = kCubicA;
+  D8 x = t + 1.0;
+  w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  x = t;
+  w[1] = ((A + 2) * x - (A + 3)) * x * x + 1.0;
+  x = 1.0 - t;
+  w[2] = ((A + 2) * x - (A + 3)) * x * x + 1.0;
+  x = 2.0 - t;
+  w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+}
+
+ACLNN_GS_INLINE void cubic_weight_slopes(D8 t, D8 g[4]) {
+  const double A = kCubicA;
+  D8 x = -1.0 - t;
+  g[0] = (-3 * A * x - 10 * A) * x - 8 * A;
+  x = -t;
+  g[1] = (-3 * (A + 2) * x - 2 * (A + 3)) * x;
+  x = 1.0 - t;
+  g[2] = (3 * (A + 2) * x - 2 * (A + 3)) * x;
+  x = 2.0 - t;
+  g[3] = (3 * A * x - 10 * A) * x + 8 * A;
+}
+
+struct Geometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0, P = 0, HW = 0;
+  Axis ax, ay;
+};
+
+// Fills the records of positions [i0, i0 + len) of the chunk; gxv/gyv hold their grid values,
+// padded with zeros to a multiple of kLanes.
+template <int Interp, int Pad, bool Align>
+void compute_records(const Geometry& g, const double* gxv, const double* gyv, int64_t i0, int64_t len,
+                     const Records& r) {
+  const int32_t W = int32_t(g.W);
+  const I8 sink = I8{} + int32_t(g.HW);
+  const double Wd = double(g.W), Hd = double(g.H);
+  for (int64_t q = 0; q < len; q += kLanes) {
+    const int cnt = int(std::min<int64_t>(kLanes, len - q));
+    const int64_t i = i0 + q;
+    const D8 gx = load8(gxv + q), gy = load8(gyv + q);
+    if (Interp == kBilinear) {
+      D8 mx, my;
+      const D8 x = bilinear_coordinate<Pad, Align>(gx, g.ax, &mx);
+      const D8 y = bilinear_coordinate<Pad, Align>(gy, g.ay, &my);
+      const D8 x0 = vfloor(x), y0 = vfloor(y);
+      const D8 w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
+      // Corner validity, decided in floating point (NaN and huge values are simply outside).
+      const M8 vw = (x0 >= 0.0) & (x0 < Wd), ve = (x0 >= -1.0) & (x0 < Wd - 1);
+      const M8 vn = (y0 >= 0.0) & (y0 < Hd), vs = (y0 >= -1.0) & (y0 < Hd - 1);
+      const I8 ix = to_i8(vsel(vw | ve, x0, D8{})), iy = to_i8(vsel(vn | vs, y0, D8{}));
+      const I8 base = iy * W + ix;
+      store_n(r.corner[0] + i, vsel(vw & vn, base, sink), cnt);
+      store_n(r.corner[1] + i, vsel(ve & vn, base + 1, sink), cnt);
+      store_n(r.corner[2] + i, vsel(vw & vs, base + W, sink), cnt);
+      store_n(r.corner[3] + i, vsel(ve & vs, base + (W + 1), sink), cnt);
+      store_n(r.frac[0] + i, to_f8(w), cnt);
+      store_n(r.frac[1] + i, to_f8(e), cnt);
+      store_n(r.frac[2] + i, to_f8(n), cnt);
+      store_n(r.frac[3] + i, to_f8(s), cnt);
+      store_n(r.mult[0] + i, to_f8(mx), cnt);
+      store_n(r.mult[1] + i, to_f8(my), cnt);
+    } else if (Interp == kNearest) {
+      const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
+      const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
+      const M8 valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
+      const I8 ix = to_i8(vsel(valid, x, D8{})), iy = to_i8(vsel(valid, y, D8{}));
+      store_n(r.corner[0] + i, vsel(valid, iy * W + ix, sink), cnt);
+    } else {
+      const D8 x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
+      const D8 x0 = vfloor(x), y0 = vfloor(y);
+      D8 wx[4], wy[4], sx[4], sy[4];
+      cubic_weights(x - x0, wx);
+      cubic_weights(y - y0, wy);
+      cubic_weight_slopes(x - x0, sx);
+      cubic_weight_slopes(y - y0, sy);
+      for (int k = 0; k < 4; ++k) {
+        const D8 xx = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
+        const D8 yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
+        // Mapped taps are integral; zeros padding checks the range (the others are inside).
+        const M8 vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
+        store_n(r.tap_col[k] + i, vsel(vx, to_i8(vsel(vx, xx, D8{})), I8{} - 1), cnt);
+        store_n(r.tap_row[k] + i, vsel(vy, to_i8(vsel(vy, yy, D8{})) * W, I8{} - 1), cnt);
+        store_n(r.cx[k] + i, to_f8(wx[k]), cnt);
+        store_n(r.cy[k] + i, to_f8(wy[k]), cnt);
+        store_n(r.ncxg[k] + i, to_f8(-sx[k]), cnt);
+        store_n(r.ncyg[k] + i, to_f8(-sy[k]), cnt);
+      }
+    }
+  }
+}
+
+using RecordFn = void (*)(const Geometry&, const double*, const double*, int64_t, int64_t, const Records&);
+
+template <int Interp>
+RecordFn pick_record_fn(int64_t pad, bool align) {
+  switch (pad) {
+    case kBorder: return align ? compute_records<Interp, kBorder, true> : compute_records<Interp, kBorder, false>;
+    case kReflection:
+      return align ? compute_records<Interp, kReflection, true> : compute_records<Interp, kReflection, false>;
+    default: return align ? compute_records<Interp, kZeros, true> : compute_records<Interp, kZeros, false>;
+  }
+}
+
+RecordFn pick_record_fn(int64_t interp, int64_t pad, bool align) {
+  if (interp == kNearest) return pick_record_fn<kNearest>(pad, align);
+  if (interp == kBicubic) return pick_record_fn<kBicubic>(pad, align);
+  return pick_record_fn<kBilinear>(pad, align);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strided 2-D planes ([rows, cols] with element strides) walked in flat order.
+
+struct Plane {
+  int64_t rows = 0, cols = 0, srow = 0, scol = 0;
+  bool flat = false;  // offset(p) == p * scol for every p
+};
+
+Plane make_plane(int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
+  Plane p{rows, cols, srow, scol, false};
+  p.flat = rows <= 1 || srow == cols * scol;
+  return p;
+}
+
+// Calls fn(q, offset) for the flat positions p0 + q, q in [0, len).
+template <class Fn>
+inline void for_each_offset(const Plane& pl, int64_t p0, int64_t len, Fn&& fn) {
+  if (pl.flat) {
+    for (int64_t q = 0; q < len; ++q) fn(q, (p0 + q) * pl.scol);
+    return;
+  }
+  int64_t r = p0 / pl.cols, c = p0 % pl.cols;
+  for (int64_t q = 0; q < len;) {
+    const int64_t run = std::min(len - q, pl.cols - c);
+    const int64_t base = r * pl.srow;
+    for (int64_t k = 0; k < run; ++k) fn(q + k, base + (c + k) * pl.scol);
+    q += run;
+    c = 0;
+    ++r;
+  }
+}
+
+// Channel-major <-> channel-last transposes, in 4 x 4 register blocks (4 channel rows of 4
+// positions become 4 position vectors of 4 lanes), portable to every ISA level.
+
+typedef float F4 __attribute__((vector_size(16)));
+
+inline F4 load4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store4(float* p, const F4& v) { std::memcpy(p, &v, sizeof v); }
+
+// Stores that bypass the caches (p 16-byte aligned): for large outputs nobody reads soon, they
+// save the read-for-ownership of every line. Callers end a batch of them with stream_fence().
+inline void stream4(float* p, const F4& v) {
+#if ACLNN_SIMD_X86
+  _mm_stream_ps(p, (__m128)v);
+#else
+  store4(p, v);
+#endif
+}
+inline void stream_fence() {
+#if ACLNN_SIMD_X86
+  _mm_sfence();
+#endif
+}
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// In place: rows a, b, c, d (4 elements each) become columns.
+inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
+  const F4 t0 = __builtin_shufflevector(a, b, 0, 4, 1, 5), t1 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  const F4 t2 = __builtin_shufflevector(c, d, 0, 4, 1, 5), t3 = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+  a = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);
+  b = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);
+  c = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);
+  d = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
+}
+
+alignas(64) constexpr float kZeroRow[kTile] = {};
+
+// dst[q * Cb + c] = rows[c][q] for q in [0, len), len <= kTile.
+// (4 x 4 blocks: wider blocks touch 8 rows at once, and rows a power of two apart - channel
+// planes - then share one L1 set and thrash it.)
+template <int Cb>
+void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
+  const int64_t len4 = len & ~int64_t(3);
+  for (int c = 0; c < Cb; c += 4) {
+    const float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
+    for (int64_t q = 0; q < len4; q += 4) {
+      F4 a = load4(r0 + q), b = load4(r1 + q), x = load4(r2 + q), y = load4(r3 + q);
+      transpose4(a, b, x, y);
+      store4(dst + q * Cb + c, a);
+      store4(dst + (q + 1) * Cb + c, b);
+      store4(dst + (q + 2) * Cb + c, x);
+      store4(dst + (q + 3) * Cb + c, y);
+    }
+    for (int64_t q = len4; q < len; ++q) {
+      dst[q * Cb + c] = r0[q];
+      dst[q * Cb + c + 1] = r1[q];
+      dst[q * Cb + c + 2] = r2[q];
+      dst[q * Cb + c + 3] = r3[q];
+    }
+  }
+}
+
+// rows[c][q] = sum over k < parts of src[k * part_stride + q * Cb + c] (added in part order),
+// for q in [0, len). rows are given for whole groups of 4 channels, then nulls.
+template <int Cb, bool Stream>
+void lanes_to_rows(const float* src, int64_t parts, int64_t part_stride, int64_t len, float* const* rows) {
+  const int64_t len4 = len & ~int64_t(3);
+  for (int c = 0; c < Cb && rows[c]; c += 4) {
+    float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
+    for (int64_t q = 0; q < len4; q += 4) {
+      const float* s = src + q * Cb + c;
+      F4 a = load4(s), b = load4(s + Cb), x = load4(s + 2 * Cb), y = load4(s + 3 * Cb);
+      for (int64_t k = 1; k < parts; ++k) {
+        const float* m = s + k * part_stride;
+        a += load4(m);
+        b += load4(m + Cb);
+        x += load4(m + 2 * Cb);
+        y += load4(m + 3 * Cb);
+      }
+      transpose4(a, b, x, y);
+      if (Stream) {
+        stream4(r0 + q, a);
+        stream4(r1 + q, b);
+        stream4(r2 + q, x);
+        stream4(r3 + q, y);
+      } else {
+        store4(r0 + q, a);
+        store4(r1 + q, b);
+        store4(r2 + q, x);
+        store4(r3 + q, y);
+      }
+    }
+    for (int64_t q = len4; q < len; ++q) {
+      F4 v = load4(src + q * Cb + c);
+      for (int64_t k = 1; k < parts; ++k) v += load4(src + k * part_stride + q * Cb + c);
+      r0[q] = v[0];
+      r1[q] = v[1];
+      r2[q] = v[2];
+      r3[q] = v[3];
+    }
+  }
+}
+
+// Points rows[c] at channel c's fp32 values for positions [p0, p0 + len), len <= kTile: the
+// tensor itself when it is fp32 and contiguous along the positions, else `buffer` (converted);
+// missing channels (the last block of C) read zeros.
+template <class T, int Cb>
+void load_rows(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_t p0, int64_t len,
+               float (*buffer)[kTile], const float** rows) {
+  const bool contiguous = pl.flat && pl.scol == 1;
+  for (int c = 0; c < Cb; ++c) {
+    if (c >= cvalid) {
+      rows[c] = kZeroRow;
+      continue;
+    }
+    const T* src = base + c * schan;
+    if (std::is_same<T, float>::value && contiguous) {
+      rows[c] = reinterpret_cast<const float*>(src) + p0;
+    } else if (contiguous) {
+      simd::convert_to_float(src + p0, buffer[c], len);
+      rows[c] = buffer[c];
+    } else {
+      float* row = buffer[c];
+      for_each_offset(pl, p0, len, [&](int64_t q, int64_t off) { row[q] = to_float(src[off]); });
+      rows[c] = row;
+    }
+  }
+}
+
+// Reads channels [0, cvalid) of positions [p0, p0 + len) into dst[q * Cb + c] as fp32; lanes of
+// missing channels are zero.
+template <class T, int Cb>
+void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_t p0, int64_t len,
+                   float* dst) {
+  alignas(64) float buffer[Cb][kTile];
+  const float* rows[Cb];
+  for (int64_t q0 = 0; q0 < len; q0 += kTile) {
+    const int64_t n = std::min(kTile, len - q0);
+    load_rows<T, Cb>(base, schan, cvalid, pl, p0 + q0, n, buffer, rows);
+    rows_to_lanes<Cb>(rows, n, dst + q0 * Cb);
+  }
+}
+
+// Writes channels [0, cvalid) of pixels [p0, p0 + len): the sum over `parts` channel-last
+// buffers (each part_stride floats apart, added in part order), rounded to T.
+template <class T, int Cb>
+void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
+                    const Plane& pl, int64_t p0, int64_t len, bool stream) {
+  alignas(64) float buffer[Cb][kTile];
+  float* rows[Cb];
+  const bool contiguous = pl.flat && pl.scol == 1;
+  const int groups = (cvalid + 3) / 4;
+  for (int64_t q0 = 0; q0 < len; q0 += kTile) {
+    const int64_t n = std::min(kTile, len - q0);
+    bool all_aligned = true;
+    for (int c = 0; c < Cb; ++c) {
+      if (c >= groups * 4) {
+        rows[c] = nullptr;
+      } else if (std::is_same<T, float>::value && contiguous && c < cvalid) {
+        rows[c] = reinterpret_cast<float*>(base + c * schan) + p0 + q0;  // straight into the output
+        all_aligned = all_aligned && aligned16(rows[c]);
+      } else {
+        rows[c] = buffer[c];
+      }
+    }
+    if (stream && all_aligned) {
+      lanes_to_rows<Cb, true>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
+    } else {
+      lanes_to_rows<Cb, false>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
+    }
+    for (int c = 0; c < cvalid; ++c) {
+      T* dst = base + c * schan;
+      if (rows[c] != buffer[c]) continue;  // already written
+      if (contiguous) {
+        simd::convert_from_float(buffer[c], dst + p0 + q0, n);
+      } else {
+        const float* row = buffer[c];
+        for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { dst[off] = from_float<T>(row[q]); });
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 2 compute: one tile of positions for one channel block. g: the tile's gradOutput,
+// [len][Cb]; in: the block's input, channel-last; ig: the block's inputGrad accumulator;
+// part: the block's gridGrad partial sums, two floats per position.
+
+template <int Cb>
+struct Lanes {
+  typedef float V __attribute__((vector_size(Cb * sizeof(float))));
+};
+
+// Vector helpers take and return vectors through references: passing a wider-than-native
+// vector by value would make the baseline build's calling convention depend on -m flags.
+template <int Cb>
+inline void vload(typename Lanes<Cb>::V& v, const float* p) {
+  std::memcpy(&v, p, sizeof v);
+}
+template <int Cb>
+inline void vstore(float* p, const typename Lanes<Cb>::V& v) {
+  std::memcpy(p, &v, sizeof v);
+}
+// dst[0:Cb] += v * w, with the read and the write in program order (rows may alias).
+template <int Cb>
+inline void vaccumulate(float* dst, const typename Lanes<Cb>::V& v, float w) {
+  typename Lanes<Cb>::V acc;
+  vload<Cb>(acc, dst);
+  acc += v * w;
+  vstore<Cb>(dst, acc);
+}
+// Lane sums of two vectors at once, each in a fixed pairwise tree (lane i += lane i + w for
+// w = Cb/2, ..., 1); out[0] = sum of a, out[1] = sum of b. Each step packs the halves of both
+// vectors into one vector of half the width.
+typedef float F2 __attribute__((vector_size(8)));
+
+ACLNN_GS_INLINE void pair_sum4(const F4& ab, float* out) {  // ab = [a0 a1 | b0 b1]
+  const F2 s = __builtin_shufflevector(ab, ab, 0, 2) + __builtin_shufflevector(ab, ab, 1, 3);
+  std::memcpy(out, &s, sizeof s);
+}
+
+template <int Cb>
+ACLNN_GS_INLINE void pair_sum(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b, float* out);
+
+template <>
+ACLNN_GS_INLINE void pair_sum<4>(const F4& a, const F4& b, float* out) {
+  pair_sum4(__builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7), out);
+}
+template <>
+ACLNN_GS_INLINE void pair_sum<8>(const typename Lanes<8>::V& a, const typename Lanes<8>::V& b, float* out) {
+  const typename Lanes<8>::V s = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
+                                 __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+  const F4 t = __builtin_shufflevector(s, s, 0, 1, 4, 5) + __builtin_shufflevector(s, s, 2, 3, 6, 7);
+  pair_sum4(t, out);
+}
+template <>
+ACLNN_GS_INLINE void pair_sum<16>(const typename Lanes<16>::V& a, const typename Lanes<16>::V& b, float* out) {
+  const typename Lanes<16>::V s =
+      __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+      __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  pair_sum<8>(__builtin_shufflevector(s, s, 0, 1, 2, 3, 4, 5, 6, 7),
+              __builtin_shufflevector(s, s, 8, 9, 10, 11, 12, 13, 14, 15), out);
+}
+
+struct TileArgs {
+  const Records* rec;
+  int64_t i0;     // record index of the tile's first position
+  int64_t len;    // positions in the tile
+  const float* g;   // gradOutput of the tile, [len][Cb]
+  const float* in;  // the block's input, channel-last (may be null when unused)
+  float* ig;        // the block's inputGrad accumulator (may be null when unused)
+  float* part;      // gridGrad partial sums of the tile's first position (x, y per position)
+  int64_t sink;     // float offset of the spare pixel row: H * W * Cb
+};
+
+using TileFn = void (*)(const TileArgs&);
+
+template <int Cb, bool NeedIg, bool NeedGx>
+void tile_bilinear(const TileArgs& t) {
+  using V = typename Lanes<Cb>::V;
+  const Records& r = *t.rec;
+  // Locals: stores through ig could otherwise alias the record pointers and force reloads.
+  const int32_t *const k0 = r.corner[0] + t.i0, *const k1 = r.corner[1] + t.i0;
+  const int32_t *const k2 = r.corner[2] + t.i0, *const k3 = r.corner[3] + t.i0;
+  const float *const fw = r.frac[0] + t.i0, *const fe = r.frac[1] + t.i0;
+  const float *const fn = r.frac[2] + t.i0, *const fs = r.frac[3] + t.i0;
+  const float* const gt = t.g;
+  const float* const in = t.in;
+  float* const ig = t.ig;
+  float* const part = t.part;
+  const int64_t len = t.len;
+  for (int64_t q = 0; q < len; ++q) {
+    V g;
+    vload<Cb>(g, gt + q * Cb);
+    const int64_t c0 = int64_t(k0[q]) * Cb, c1 = int64_t(k1[q]) * Cb;
+    const int64_t c2 = int64_t(k2[q]) * Cb, c3 = int64_t(k3[q]) * Cb;
+    const float w = fw[q], e = fe[q], n = fn[q], s = fs[q];
+    if (NeedIg) {
+      // One read-modify-write after the other: out-of-range corners share the sink row.
+      vaccumulate<Cb>(ig + c0, g, s * e);
+      vaccumulate<Cb>(ig + c1, g, s * w);
+      vaccumulate<Cb>(ig + c2, g, n * e);
+      vaccumulate<Cb>(ig + c3, g, n * w);
+    }
+    if (NeedGx) {
+      V nw, ne, sw, se;
+      vload<Cb>(nw, in + c0);
+      vload<Cb>(ne, in + c1);
+      vload<Cb>(sw, in + c2);
+      vload<Cb>(se, in + c3);
+      const V dx = ((ne - nw) * s + (se - sw) * n) * g;
+      const V dy = ((sw - nw) * e + (se - ne) * w) * g;
+      pair_sum<Cb>(dx, dy, part + 2 * q);
+    }
+  }
+}
+
+template <int Cb, bool NeedIg, bool NeedGx>
+void tile_nearest(const TileArgs& t) {
+  using V = typename Lanes<Cb>::V;
+  const int32_t* corner = t.rec->corner[0];
+  if (!NeedIg) return;  // nearest has no grid gradient
+  for (int64_t q = 0; q < t.len; ++q) {
+    float* dst = t.ig + int64_t(corner[t.i0 + q]) * Cb;
+    V acc, g;
+    vload<Cb>(acc, dst);
+    vload<Cb>(g, t.g + q * Cb);
+    acc += g;
+    vstore<Cb>(dst, acc);
+  }
+}
+
+template <int Cb, bool NeedIg, bool NeedGx>
+void tile_bicubic(const TileArgs& t) {
+  using V = typename Lanes<Cb>::V;
+  const Records& r = *t.rec;
+  const int32_t *col_of[4], *row_of[4];
+  const float *cx_of[4], *cy_of[4], *ncxg_of[4], *ncyg_of[4];
+  for (int k = 0; k < 4; ++k) {
+    col_of[k] = r.tap_col[k] + t.i0;
+    row_of[k] = r.tap_row[k] + t.i0;
+    cx_of[k] = r.cx[k] + t.i0;
+    cy_of[k] = r.cy[k] + t.i0;
+    ncxg_of[k] = r.ncxg[k] + t.i0;
+    ncyg_of[k] = r.ncyg[k] + t.i0;
+  }
+  const float* const gt = t.g;
+  const float* const in = t.in;
+  float* const ig = t.ig;
+  float* const part = t.part;
+  const int64_t len = t.len, sink = t.sink;
+  for (int64_t q = 0; q < len; ++q) {
+    V g;
+    vload<Cb>(g, gt + q * Cb);
+    float cx[4], cy[4], ncxg[4], ncyg[4];
+    int32_t col[4], row[4];
+    for (int k = 0; k < 4; ++k) {
+      cx[k] = cx_of[k][q];
+      cy[k] = cy_of[k][q];
+      ncxg[k] = ncxg_of[k][q];
+      ncyg[k] = ncyg_of[k][q];
+      col[k] = col_of[k][q];
+      row[k] = row_of[k][q];
+    }
+    V dx = V{}, dy = V{};
+    for (int j = 0; j < 4; ++j) {
+      V ax = V{}, ay = V{};
+      for (int k = 0; k < 4; ++k) {
+        const int64_t off = (row[j] >= 0 && col[k] >= 0) ? int64_t(row[j] + col[k]) * Cb : sink;
+        if (NeedIg) vaccumulate<Cb>(ig + off, g, cx[k] * cy[j]);
+        if (NeedGx) {
+          V v;
+          vload<Cb>(v, in + off);
+          ax += v * ncxg[k];
+          ay += v * cx[k];
+        }
+      }
+      if (NeedGx) {
+        dx += ax * cy[j];
+        dy += ay * ncyg[j];
+      }
+    }
+    if (NeedGx) {
+      dx *= g;
+      dy *= g;
+      pair_sum<Cb>(dx, dy, part + 2 * q);
+    }
+  }
+}
+
+template <int Cb, bool NeedIg, bool NeedGx>
+TileFn pick_tile_fn(int64_t interp) {
+  if (interp == kNearest) return tile_nearest<Cb, NeedIg, NeedGx>;
+  if (interp == kBicubic) return tile_bicubic<Cb, NeedIg, NeedGx>;
+  return tile_bilinear<Cb, NeedIg, NeedGx>;
+}
+
+template <int Cb>
+TileFn pick_tile_fn(int64_t interp, bool need_ig, bool need_gx) {
+  if (need_ig && need_gx) return pick_tile_fn<Cb, true, true>(interp);
+  if (need_ig) return pick_tile_fn<Cb, true, false>(interp);
+  return pick_tile_fn<Cb, false, true>(interp);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan: block width, chunking, parallel strategy and workspace layout. A function of the
+// arguments only (never of the thread count), shared by the workspace query and the run.
+
+struct Plan {
+  Geometry geo;
+  int64_t interp = 0, pad = 0;
+  bool align = false;
+  bool need_ig = false;  // inputGrad requested
+  bool need_gg = false;  // gridGrad requested
+  bool need_gx = false;  // gridGrad needs computing (not nearest)
+  bool trivial = false;  // nothing to compute beyond zero-filling outputs
+  bool stream_out = false;  // inputGrad is big: write it with cache-bypassing stores
+  int cb = 16;           // channels per block
+  int64_t nblocks = 0;
+  int64_t chunk = 1;     // samples per chunk
+  int64_t parts = 1;     // position parts per block (> 1: split positions, reduce inputGrad)
+  int64_t slots = 1;     // scratch slots = most threads used in phase 2
+  // Workspace layout (bytes from the aligned base).
+  int64_t buf_floats = 0;   // one channel-last buffer: (H*W + 1) * cb
+  int64_t rec_array = 0;    // bytes of one record array (chunk * P entries, aligned)
+  int64_t rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
+  int64_t total = 0;
+};
+
+int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : 24; }
+
+int pick_block_width(int64_t C) {
+  // Relative cost of one position for one block of each width; fewest total cost wins.
+  const int widths[3] = {16, 8, 4};
+  const double cost[3] = {1.0, 0.6, 0.4};
+  int best = 16;
+  double best_cost = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double c = double(ceil_div(C, widths[k])) * cost[k];
+    if (k == 0 || c < best_cost) {
+      best = widths[k];
+      best_cost = c;
+    }
+  }
+  return best;
+}
+
+Plan make_plan(const GridSampler2DBackwardArgs& a) {
+  Plan p;
+  Geometry& g = p.geo;
+  g.N = a.input.shape[0];
+  g.C = a.input.shape[1];
+  g.H = a.input.shape[2];
+  g.W = a.input.shape[3];
+  g.Ho = a.grid.shape[1];
+  g.Wo = a.grid.shape[2];
+  g.P = g.Ho * g.Wo;
+  g.HW = g.H * g.W;
+  p.interp = a.interpolationMode;
+  p.pad = a.paddingMode;
+  p.align = a.alignCorners;
+  g.ax = make_axis(g.W, p.align);
+  g.ay = make_axis(g.H, p.align);
+  p.need_ig = a.outputMask[0] && a.inputGrad.present;
+  p.need_gg = a.outputMask[1] && a.gridGrad.present;
+  p.need_gx = p.need_gg && p.interp != kNearest;
+  p.trivial = (!p.need_ig && !p.need_gx) || g.N == 0 || g.C == 0 || g.P == 0 || g.HW == 0;
+  if (p.trivial) return p;
+
+  p.stream_out = p.need_ig && g.N * g.C * g.HW * int64_t(dtype_size(a.input.dtype)) >= kStreamBytes;
+  p.cb = pick_block_width(g.C);
+  p.nblocks = ceil_div(g.C, p.cb);
+  p.buf_floats = (g.HW + 1) * p.cb;
+  const int64_t buf_bytes = round_up(p.buf_floats * 4, kAlign);
+  const int64_t tile_bytes = round_up(kTile * p.cb * 4, kAlign);
+
+  // Samples per chunk: records and gridGrad partials of a chunk stay within a budget.
+  const int64_t per_sample = g.P * (4 * record_arrays(p.interp) + (p.need_gx ? 8 * p.nblocks : 0));
+  p.chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, kRecordBudget / std::max<int64_t>(per_sample, 1)));
+
+  // Too few channel blocks to keep threads busy: split each block's positions into parts.
+  const int64_t blocks_total = g.N * p.nblocks;
+  if (blocks_total < kTargetTasks) {
+    int64_t k = ceil_div(kTargetTasks, blocks_total);
+    k = std::min(k, g.P / kMinPartPositions);
+    if (p.need_ig) k = std::min(k, std::max<int64_t>(1, 2 * g.P / g.HW));  // reduction cost
+    p.parts = std::max<int64_t>(1, k);
+  }
+
+  const int64_t groups = p.chunk * p.nblocks;
+  p.rec_array = round_up(p.chunk * g.P * 4, kAlign);
+  int64_t off = 0;
+  p.rec_off = off;
+  off += p.rec_array * record_arrays(p.interp);
+  p.part_off = off;
+  if (p.need_gx) off += round_up(groups * g.P * 2 * 4, kAlign);
+  const int64_t in_bytes = p.need_gx ? buf_bytes : 0;
+  if (p.parts == 1) {
+    // Fused per-block tasks: each thread reuses one slot (input + inputGrad buffers + tile).
+    p.slot_bytes = in_bytes + (p.need_ig ? buf_bytes : 0) + tile_bytes;
+    p.slots = std::min<int64_t>({kMaxSlots, groups, std::max<int64_t>(1, kSlotBudget / p.slot_bytes)});
+  } else {
+    // Every block of the chunk lives at once: its input and one inputGrad buffer per part.
+    p.group_bytes = in_bytes + (p.need_ig ? p.parts * buf_bytes : 0);
+    p.group_off = off;
+    off += groups * p.group_bytes;
+    p.slot_bytes = tile_bytes;
+    p.slots = std::min<int64_t>(kMaxSlots, groups * p.parts);
+  }
+  p.slot_off = off;
+  off += p.slots * p.slot_bytes;
+  p.total = off + kAlign;  // room to align the caller's pointer
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallel helpers.
+
+// Runs fn(task, slot) for every task in [0, ntasks) on at most `slots` threads; a thread keeps
+// one slot (its scratch memory) for all the tasks it takes. Which thread runs a task never
+// changes what the task computes.
+template <class Fn>
+void run_tasks(int64_t ntasks, int64_t slots, int64_t work_per_task, Fn&& fn) {
+  int64_t threads = std::min<int64_t>({int64_t(num_threads()), slots, ntasks});
+  if (ntasks * work_per_task < kTaskGrainWork) threads = 1;
+  if (threads <= 1) {
+    for (int64_t t = 0; t < ntasks; ++t) fn(t, int64_t(0));
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t slot = begin; slot < end; ++slot)
+      for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) fn(t, slot);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run, for one storage type T (all operands share it) and block width Cb.
+
+template <class T>
+const T* tensor_ptr(const TensorView& v) {
+  return static_cast<const T*>(v.data);
+}
+
+template <class T>
+void fill_zero(const TensorView& v) {
+  if (!v.present || v.numel() == 0) return;
+  if (v.is_contiguous()) {  // +0.0 is all-zero bits in every storage type
+    std::memset(v.data, 0, size_t(v.numel()) * sizeof(T));
+    return;
+  }
+  T* base = static_cast<T*>(v.data);
+  const T zero = from_float<T>(0.0f);
+  for (int64_t a = 0; a < v.shape[0]; ++a)
+    for (int64_t b = 0; b < v.shape[1]; ++b)
+      for (int64_t c = 0; c < v.shape[2]; ++c) {
+        T* row = base + a * v.strides[0] + b * v.strides[1] + c * v.strides[2];
+        for (int64_t d = 0; d < v.shape[3]; ++d) row[d * v.strides[3]] = zero;
+      }
+}
+
+template <class T, int Cb>
+class Runner {
+ public:
+  Runner(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) : a_(a), p_(p), g_(p.geo), ws_(ws) {
+    go_plane_ = make_plane(g_.Ho, g_.Wo, a.gradOutput.strides[2], a.gradOutput.strides[3]);
+    in_plane_ = make_plane(g_.H, g_.W, a.input.strides[2], a.input.strides[3]);
+    grid_plane_ = make_plane(g_.Ho, g_.Wo, a.grid.strides[1], a.grid.strides[2]);
+    if (p.need_ig) ig_plane_ = make_plane(g_.H, g_.W, a.inputGrad.strides[2], a.inputGrad.strides[3]);
+    if (p.need_gg) gg_plane_ = make_plane(g_.Ho, g_.Wo, a.gridGrad.strides[1], a.gridGrad.strides[2]);
+    char* rec = ws + p.rec_off;
+    auto next_i32 = [&]() { int32_t* r = reinterpret_cast<int32_t*>(rec); rec += p.rec_array; return r; };
+    auto next_f32 = [&]() { float* r = reinterpret_cast<float*>(rec); rec += p.rec_array; return r; };
+    if (p.interp == kBilinear) {
+      for (int k = 0; k < 4; ++k) rec_.corner[k] = next_i32();
+      for (int k = 0; k < 4; ++k) rec_.frac[k] = next_f32();
+      for (int k = 0; k < 2; ++k) rec_.mult[k] = next_f32();
+    } else if (p.interp == kNearest) {
+      rec_.corner[0] = next_i32();
+    } else {
+      for (int k = 0; k < 4; ++k) {
+        rec_.tap_col[k] = next_i32();
+        rec_.tap_row[k] = next_i32();
+        rec_.cx[k] = next_f32();
+        rec_.cy[k] = next_f32();
+        rec_.ncxg[k] = next_f32();
+        rec_.ncyg[k] = next_f32();
+      }
+    }
+    partials_ = reinterpret_cast<float*>(ws + p.part_off);
+    record_fn_ = pick_record_fn(p.interp, p.pad, p.align);
+    tile_fn_ = pick_tile_fn<Cb>(p.interp, p.need_ig, p.need_gx);
+  }
+
+  void run() {
+    for (int64_t n0 = 0; n0 < g_.N; n0 += p_.chunk) {
+      const int64_t nc = std::min(p_.chunk, g_.N - n0);
+      compute_chunk_records(n0, nc);
+      if (p_.parts == 1) {
+        run_fused(n0, nc);
+      } else {
+        run_split(n0, nc);
+      }
+      if (p_.need_gx) write_grid_grad(n0, nc);
+    }
+  }
+
+ private:
+  // Phase 1: records of every position of samples [n0, n0 + nc).
+  void compute_chunk_records(int64_t n0, int64_t nc) {
+    const T* grid = tensor_ptr<T>(a_.grid);
+    const int64_t sn = a_.grid.strides[0], sk = a_.grid.strides[3];
+    parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
+      alignas(64) double gx[kTile], gy[kTile];
+      for (int64_t i = begin; i < end;) {
+        const int64_t n = i / g_.P, p = i % g_.P;
+        const int64_t len = std::min({kTile, end - i, g_.P - p});
+        const T* base = grid + (n0 + n) * sn;
+        for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
+          gx[q] = double(to_float(base[off]));
+          gy[q] = double(to_float(base[off + sk]));
+        });
+        for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
+        record_fn_(g_, gx, gy, i, len, rec_);
+        i += len;
+      }
+    });
+  }
+
+  float* slot_mem(int64_t slot) const { return reinterpret_cast<float*>(ws_ + p_.slot_off + slot * p_.slot_bytes); }
+  int64_t buf_stride() const { return round_up(p_.buf_floats * 4, kAlign) / 4; }
+
+  // Transposes channel block b of sample n into the channel-last buffer `dst` (sink row zero).
+  void load_input_block(int64_t n, int64_t b, float* dst) const {
+    const int64_t c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
+    load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, 0, g_.HW, dst);
+    std::memset(dst + g_.HW * Cb, 0, Cb * sizeof(float));
+  }
+
+  // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
+  void store_input_grad(int64_t n, int64_t b, const float* src, int64_t parts, int64_t p0, int64_t len) const {
+    const int64_t c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
+    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
+                          p_.stream_out);
+    if (p_.stream_out) stream_fence();
+  }
+
+  // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
+  void run_positions(int64_t n0, int64_t nl, int64_t b, int64_t p0, int64_t p1, const float* in, float* ig,
+                     float* tile) const {
+    const int64_t n = n0 + nl, c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const T* go = tensor_ptr<T>(a_.gradOutput) + n * a_.gradOutput.strides[0] + c0 * a_.gradOutput.strides[1];
+    float* part = p_.need_gx ? partials_ + (nl * p_.nblocks + b) * g_.P * 2 : nullptr;
+    for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
+      const int64_t len = std::min(kTile, p1 - t0);
+      load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
+      TileArgs t{&rec_, nl * g_.P + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
+      tile_fn_(t);
+    }
+  }
+
+  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
+  void run_fused(int64_t n0, int64_t nc) {
+    const int64_t bs = buf_stride();
+    run_tasks(nc * p_.nblocks, p_.slots, g_.P * Cb, [&](int64_t task, int64_t slot) {
+      const int64_t nl = task / p_.nblocks, b = task % p_.nblocks;
+      float* mem = slot_mem(slot);
+      float* in = nullptr;
+      float* ig = nullptr;
+      if (p_.need_gx) {
+        in = mem;
+        mem += bs;
+        load_input_block(n0 + nl, b, in);
+      }
+      if (p_.need_ig) {
+        ig = mem;
+        mem += bs;
+        std::memset(ig, 0, size_t(p_.buf_floats) * sizeof(float));
+      }
+      run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
+      if (p_.need_ig) store_input_grad(n0 + nl, b, ig, 1, 0, g_.HW);
+    });
+  }
+
+  // Phase 2 with positions split into parts: prepare every block, run the parts, then reduce
+  // each block's inputGrad parts in part order while writing them out.
+  void run_split(int64_t n0, int64_t nc) {
+    const int64_t groups = nc * p_.nblocks, K = p_.parts, bs = buf_stride();
+    auto group_mem = [&](int64_t grp) { return reinterpret_cast<float*>(ws_ + p_.group_off + grp * p_.group_bytes); };
+    auto group_in = [&](int64_t grp) { return p_.need_gx ? group_mem(grp) : nullptr; };
+    auto group_ig = [&](int64_t grp, int64_t k) {
+      return p_.need_ig ? group_mem(grp) + (p_.need_gx ? bs : 0) + k * bs : nullptr;
+    };
+    parallel_for(groups * K, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t grp = t / K, k = t % K;
+        if (k == 0 && p_.need_gx) load_input_block(n0 + grp / p_.nblocks, grp % p_.nblocks, group_in(grp));
+        if (p_.need_ig) std::memset(group_ig(grp, k), 0, size_t(p_.buf_floats) * sizeof(float));
+      }
+    });
+    run_tasks(groups * K, p_.slots, g_.P * Cb / K, [&](int64_t task, int64_t slot) {
+      const int64_t grp = task / K, k = task % K;
+      const int64_t p0 = g_.P * k / K, p1 = g_.P * (k + 1) / K;
+      run_positions(n0, grp / p_.nblocks, grp % p_.nblocks, p0, p1, group_in(grp), group_ig(grp, k),
+                    slot_mem(slot));
+    });
+    if (!p_.need_ig) return;
+    const int64_t pieces = ceil_div(g_.HW, 4096);
+    parallel_for(groups * pieces, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t grp = t / pieces, piece = t % pieces;
+        const int64_t q0 = piece * 4096, len = std::min<int64_t>(4096, g_.HW - q0);
+        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len);
+      }
+    });
+  }
+
+  // Phase 3: gridGrad = (block partials added in block order) * multiplier.
+  void write_grid_grad(int64_t n0, int64_t nc) {
+    T* gg = static_cast<T*>(a_.gridGrad.data);
+    const int64_t sn = a_.gridGrad.strides[0], sk = a_.gridGrad.strides[3];
+    const float scale_x = float(g_.ax.scale), scale_y = float(g_.ay.scale);
+    parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end;) {
+        const int64_t nl = i / g_.P, p = i % g_.P;
+        const int64_t len = std::min(end - i, g_.P - p);
+        const float* part0 = partials_ + nl * p_.nblocks * g_.P * 2;
+        T* base = gg + (n0 + nl) * sn;
+        for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
+          const float* pp = part0 + 2 * (p + q);
+          float sx = pp[0], sy = pp[1];
+          for (int64_t b = 1; b < p_.nblocks; ++b) {
+            sx += pp[b * g_.P * 2];
+            sy += pp[b * g_.P * 2 + 1];
+          }
+          const float mx = p_.interp == kBilinear ? rec_.mult[0][i + q] : scale_x;
+          const float my = p_.interp == kBilinear ? rec_.mult[1][i + q] : scale_y;
+          base[off] = from_float<T>(sx * mx);
+          base[off + sk] = from_float<T>(sy * my);
+        });
+        i += len;
+      }
+    });
+  }
+
+  const GridSampler2DBackwardArgs& a_;
+  const Plan& p_;
+  const Geometry& g_;
+  char* ws_;
+  Plane go_plane_, in_plane_, grid_plane_, ig_plane_, gg_plane_;
+  Records rec_;
+  float* partials_ = nullptr;
+  RecordFn record_fn_ = nullptr;
+  TileFn tile_fn_ = nullptr;
+};
+
+template <class T>
+void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
+  if (p.need_gg && !p.need_gx) fill_zero<T>(a.gridGrad);  // nearest: no grid gradient
+  if (p.trivial) {
+    if (p.need_ig) fill_zero<T>(a.inputGrad);
+    if (p.need_gx) fill_zero<T>(a.gridGrad);  // a sum over no channels (or no pixels)
+    return;
+  }
+  switch (p.cb) {
+    case 4: Runner<T, 4>(a, p, ws).run(); break;
+    case 8: Runner<T, 8>(a, p, ws).run(); break;
+    default: Runner<T, 16>(a, p, ws).run(); break;
+  }
+}
+
+}  // namespace
+
+uint64_t grid_sampler2d_backward_workspace(const GridSampler2DBackwardArgs& args) {
+  const Plan p = make_plan(args);
+  return p.trivial ? 0 : uint64_t(p.total);
+}
+
+aclnnStatus grid_sampler2d_backward(const GridSampler2DBackwardArgs& args, void* workspace) {
+  const Plan p = make_plan(args);
+  char* ws = reinterpret_cast<char*>(round_up(reinterpret_cast<intptr_t>(workspace), kAlign));
+  switch (args.input.dtype) {
+    case DType::Float16: run_typed<half_t>(args, p, ws); break;
+    case DType::BFloat16: run_typed<bfloat16_t>(args, p, ws); break;
+    default: run_typed<float>(args, p, ws); break;
+  }
+  return kSuccess;
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
