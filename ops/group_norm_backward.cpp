@@ -96,6 +96,7 @@ struct Plan {
   int64_t N = 0, C = 0, HxW = 0, G = 1, D = 1;
   bool need_dx = false, need_dgamma = false, need_dbeta = false;
   bool fused = true;
+  bool empty = false;  // N, C or HxW is 0: nothing to sum, and the other two may be anything
   int64_t chunks = 1;  // per plane, chunked schedule
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
@@ -111,6 +112,10 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.need_dx = a.outputMask[0] && a.gradInput.present;
   p.need_dgamma = a.outputMask[1] && a.gradGammaOut.present;
   p.need_dbeta = a.outputMask[2] && a.gradBetaOut.present;
+  // With a zero among N, C, HxW the validator's N * C * HxW == numel(input) bounds nothing else
+  // (e.g. N = 0 with C and HxW near 2^60), so the products below could overflow: plan nothing.
+  p.empty = p.N == 0 || p.C == 0 || p.HxW == 0;
+  if (p.empty) return p;
   p.fused = p.D * p.HxW <= kFusedElems;
   p.chunks = p.fused ? 1 : std::max<int64_t>(1, (p.HxW + kPlaneChunk - 1) / kPlaneChunk);
   const int64_t NG = p.N * p.G, NC = p.N * p.C;
@@ -482,9 +487,10 @@ struct Kernel {
     T* dbeta = p.need_dbeta ? a.gradBetaOut.ptr<T>() : nullptr;
     const FlatIndex fg(p.need_dgamma ? a.gradGammaOut : a.input);
     const FlatIndex fb(p.need_dbeta ? a.gradBetaOut : a.input);
-    const bool empty = p.N * p.C * p.HxW == 0;
+    const bool empty = p.empty;
     const int64_t blocks = (p.C + kBlock - 1) / kBlock;
-    parallel_for(blocks, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, kBlock * p.N)), [&](int64_t begin, int64_t end) {
+    const int64_t rows = std::min<int64_t>(p.N, kGrainElems);  // kBlock * N must not overflow
+    parallel_for(blocks, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, kBlock * rows)), [&](int64_t begin, int64_t end) {
       float sg[kBlock], sb[kBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kBlock, c1 = std::min(p.C, c0 + kBlock);
@@ -512,8 +518,10 @@ struct Kernel {
 
   void run() const {
     if (!p.need_dx && !p.need_dgamma && !p.need_dbeta) return;
-    if (p.N * p.C * p.HxW == 0) {
-      write_param_grads();  // zeros: sums over nothing
+    if (p.empty) {
+      // gradInput has no elements; gradGamma/gradBeta are zeros (sums over nothing). Only then
+      // walk the C channels: with those outputs masked off C is unbounded (see make_plan).
+      if (p.need_dgamma || p.need_dbeta) write_param_grads();
       return;
     }
     load_params();
@@ -527,7 +535,7 @@ struct Kernel {
 
 uint64_t group_norm_backward_workspace(const GroupNormBackwardArgs& args) {
   const Plan p = make_plan(args);
-  if (p.N * p.C * p.HxW == 0) return 0;
+  if (p.empty) return 0;
   return uint64_t(p.total) * sizeof(float);
 }
 

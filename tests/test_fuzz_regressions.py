@@ -17,3 +17,15 @@ def test_prelu_without_elements_and_a_one_element_weight_needs_no_workspace():
     assert size == 0
     ac.aclnnPreluBackward(None, 0, executor)
     assert grad_weight.tolist() == [[0.0]]
+
+
+def test_group_norm_with_no_batch_and_huge_c_hxw_returns_at_once():
+    # fuzz_c_api: N = 0 makes any C and HxW valid (N * C * HxW == 0 == numel(input)); the kernel
+    # multiplied them (signed overflow) and, with only gradInput requested, walked all C channels.
+    empty = np.zeros((0,), np.float32)
+    grad_input = np.zeros((0,), np.float32)
+    size, executor = ac.aclnnGroupNormBackwardGetWorkspaceSize(
+        empty, empty, empty, empty, None, 0, 2**50, 2**40, 2**10, [True, False, False],
+        grad_input, None, None)
+    assert size == 0
+    ac.aclnnGroupNormBackward(None, 0, executor)
