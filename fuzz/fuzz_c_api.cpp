@@ -34,6 +34,11 @@ namespace {
 constexpr int64_t kMaxElements = 1 << 14;  // per tensor: keeps each run in the microseconds
 constexpr uint64_t kMaxWorkspace = 1ull << 28;
 
+// When the input runs out FuzzedDataProvider returns the minimum of every range; these helpers
+// make the minimum the ordinary choice, so short inputs make ordinary (valid) calls.
+bool rare(FuzzedDataProvider& fdp, int max) { return fdp.ConsumeIntegralInRange<int>(0, max) == max; }
+int rare_first(FuzzedDataProvider& fdp, int max) { return max - fdp.ConsumeIntegralInRange<int>(0, max); }
+
 bool verbose() {
   static const bool on = std::getenv("FUZZ_VERBOSE") != nullptr;
   return on;
@@ -57,7 +62,7 @@ size_t item_size(aclDataType t) {
 // the occasional zero, infinity, NaN or subnormal.
 void fill_values(FuzzedDataProvider& fdp, aclDataType t, uint8_t* p, size_t count) {
   uint32_t seed = fdp.ConsumeIntegral<uint32_t>() | 1u;
-  bool specials = fdp.ConsumeIntegralInRange<int>(0, 7) == 0;
+  bool specials = rare(fdp, 7);
   size_t isz = item_size(t);
   for (size_t i = 0; i < count; ++i) {
     seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;  // xorshift32
@@ -109,7 +114,7 @@ int64_t numel_of(const std::vector<int64_t>& dims) {
 }
 
 aclDataType pick_dtype(FuzzedDataProvider& fdp, aclDataType common) {
-  switch (fdp.ConsumeIntegralInRange<int>(0, 15)) {
+  switch (rare_first(fdp, 31)) {
     case 0: return ACL_FLOAT;
     case 1: return ACL_FLOAT16;
     case 2: return ACL_BF16;
@@ -121,7 +126,7 @@ aclDataType pick_dtype(FuzzedDataProvider& fdp, aclDataType common) {
 
 // Perturbs a planned shape now and then: a dim off by one, a dim dropped or added, a zero.
 std::vector<int64_t> perturb(FuzzedDataProvider& fdp, std::vector<int64_t> dims) {
-  switch (fdp.ConsumeIntegralInRange<int>(0, 11)) {
+  switch (rare_first(fdp, 39)) {
     case 0:
       if (!dims.empty()) dims[fdp.ConsumeIntegralInRange<size_t>(0, dims.size() - 1)] += fdp.ConsumeBool() ? 1 : -1;
       break;
@@ -150,7 +155,7 @@ class Harness {
   // Builds a tensor of `dims` (perturbed) with a fuzzed layout, or returns null now and then.
   // Inputs get any strides (negative, zero); outputs usually non-overlapping ones.
   aclTensor* tensor(std::vector<int64_t> dims, aclDataType common, bool is_output, bool may_be_null = true) {
-    if (may_be_null && fdp_.ConsumeIntegralInRange<int>(0, 40) == 0) return nullptr;
+    if (may_be_null && rare(fdp_, 40)) return nullptr;
     auto t = std::make_unique<FuzzTensor>();
     t->is_output = is_output;
     t->dims = perturb(fdp_, std::move(dims));
@@ -166,7 +171,7 @@ class Harness {
     for (size_t k = rank; k-- > 0;) {
       int64_t s = run;
       if (layout >= 3) {
-        int mode = fdp_.ConsumeIntegralInRange<int>(0, 5);
+        int mode = rare_first(fdp_, 5);
         if (mode == 0) s = -run;                                   // reversed
         else if (mode == 1) s = run * fdp_.ConsumeIntegralInRange<int64_t>(2, 3);  // sliced
         else if (mode == 2 && !is_output) s = 0;                   // broadcast
@@ -190,7 +195,7 @@ class Harness {
     const size_t count = empty ? 0 : static_cast<size_t>(t->offset + hi + 1);
 
     // Aliasing: an output placed over an earlier tensor's buffer (phase 1 must refuse it).
-    if (!tensors_.empty() && fdp_.ConsumeIntegralInRange<int>(0, 15) == 0) {
+    if (!tensors_.empty() && rare(fdp_, 15)) {
       auto& other = tensors_[fdp_.ConsumeIntegralInRange<size_t>(0, tensors_.size() - 1)];
       if (other->buffer && other->buffer->size() >= count * isz) t->buffer = other->buffer;
     }
@@ -218,15 +223,15 @@ class Harness {
       std::fprintf(stderr, "]%s offset %lld, %zu bytes\n", null_strides ? " (null)" : "", (long long)t->offset,
                    t->buffer->size());
     }
-    if (is_output && fdp_.ConsumeIntegralInRange<int>(0, 30) == 0) aclnnCpuSetTensorReadOnly(t->handle, true);
+    if (is_output && rare(fdp_, 30)) aclnnCpuSetTensorReadOnly(t->handle, true);
     aclTensor* h = t->handle;
     tensors_.push_back(std::move(t));
     return h;
   }
 
   aclBoolArray* mask(size_t declared) {
-    if (fdp_.ConsumeIntegralInRange<int>(0, 40) == 0) return nullptr;
-    size_t size = fdp_.ConsumeIntegralInRange<int>(0, 12) == 0 ? fdp_.ConsumeIntegralInRange<size_t>(0, 4) : declared;
+    if (rare(fdp_, 40)) return nullptr;
+    size_t size = rare(fdp_, 12) ? fdp_.ConsumeIntegralInRange<size_t>(0, 4) : declared;
     bool values[4] = {true, true, true, true};
     for (size_t i = 0; i < size; ++i) values[i] = fdp_.ConsumeIntegralInRange<int>(0, 3) != 0;
     mask_values_.assign(values, values + size);
@@ -236,7 +241,7 @@ class Harness {
   }
 
   int64_t attribute(int64_t planned) {
-    switch (fdp_.ConsumeIntegralInRange<int>(0, 15)) {
+    switch (rare_first(fdp_, 23)) {
       case 0: return fdp_.ConsumeIntegral<int64_t>();
       case 1: return fdp_.ConsumeBool() ? INT64_MIN : INT64_MAX;
       case 2: return planned + fdp_.ConsumeIntegralInRange<int64_t>(-3, 3);
@@ -312,7 +317,7 @@ void run_phase2(FuzzedDataProvider& fdp, Harness& h, Phase2 run, uint64_t ws_siz
     aclDestroyAclOpExecutor(ex);
     return;
   }
-  int mode = fdp.ConsumeIntegralInRange<int>(0, 9);
+  int mode = rare_first(fdp, 9);
   if (mode == 0 && ws_size > 0) {  // too small: refused, nothing written
     uint64_t small = fdp.ConsumeIntegralInRange<uint64_t>(0, ws_size - 1);
     std::vector<uint8_t> ws(small);
@@ -340,13 +345,13 @@ void fuzz_softmax(FuzzedDataProvider& fdp, Harness& h, aclDataType dt) {
   for (auto& d : shape) d = fdp.ConsumeIntegralInRange<int64_t>(0, 4);
   aclTensor* g = h.tensor(shape, dt, false);
   aclTensor* y = h.tensor(shape, dt, false);
-  aclDataType out_dt = fdp.ConsumeIntegralInRange<int>(0, 3) == 0 ? ACL_DOUBLE : dt;
+  aclDataType out_dt = rare(fdp, 3) ? ACL_DOUBLE : dt;
   aclTensor* out = h.tensor(shape, out_dt, true);
   int64_t rank = static_cast<int64_t>(shape.size());
   int64_t dim = h.attribute(fdp.ConsumeIntegralInRange<int64_t>(-std::max<int64_t>(rank, 1), std::max<int64_t>(rank, 1) - 1));
   uint64_t ws = 0;
   aclOpExecutor* ex = nullptr;
-  bool null_out_ptrs = fdp.ConsumeIntegralInRange<int>(0, 50) == 0;
+  bool null_out_ptrs = rare(fdp, 50);
   h.snapshot();
   aclnnStatus s = aclnnSoftmaxBackwardGetWorkspaceSize(g, y, dim, out, null_out_ptrs ? nullptr : &ws,
                                                        null_out_ptrs ? nullptr : &ex);
@@ -366,7 +371,7 @@ void fuzz_prelu(FuzzedDataProvider& fdp, Harness& h, aclDataType dt) {
   }
   int64_t channels = shape.size() >= 2 ? shape[1] : 1;
   std::vector<int64_t> wshape = fdp.ConsumeBool() ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
-  if (fdp.ConsumeIntegralInRange<int>(0, 5) == 0) wshape = {1, 1};
+  if (rare(fdp, 5)) wshape = {1, 1};
   int64_t wn = numel_of(wshape);
   std::vector<int64_t> gw_shape = wn == 1 ? wshape : std::vector<int64_t>{wn};
   aclTensor* g = h.tensor(gshape, dt, false);
@@ -392,7 +397,7 @@ void fuzz_group_norm(FuzzedDataProvider& fdp, Harness& h, aclDataType dt) {
   int64_t HxW = numel_of(rest);
   std::vector<int64_t> xshape = {N, C};
   xshape.insert(xshape.end(), rest.begin(), rest.end());
-  if (fdp.ConsumeIntegralInRange<int>(0, 7) == 0) xshape = {N * C * HxW};  // any shape with the count
+  if (rare(fdp, 7)) xshape = {N * C * HxW};  // any shape with the count
   std::vector<int64_t> stat_shape = fdp.ConsumeBool() ? std::vector<int64_t>{N, group} : std::vector<int64_t>{N * group};
   bool with_gamma = fdp.ConsumeIntegralInRange<int>(0, 3) != 0;
   aclTensor* dy = h.tensor(xshape, dt, false);

@@ -56,11 +56,16 @@ class Call:
     def pick(self, n: int) -> int:
         return self.fdp.ConsumeIntInRange(0, n - 1)
 
+    # When the input runs out, atheris returns the minimum of every range; the rare choices sit
+    # at the maximum so that short inputs make ordinary (mostly valid) calls.
     def chance(self, one_in: int) -> bool:
-        return self.pick(one_in) == 0
+        return self.pick(one_in) == one_in - 1
+
+    def rare_first(self, n: int) -> int:
+        return n - 1 - self.pick(n)
 
     def dtype(self, common: np.dtype) -> np.dtype:
-        r = self.pick(16)
+        r = self.rare_first(32)
         if r == 0:
             return FLOAT_DTYPES[self.pick(3)]
         if r == 1:
@@ -68,7 +73,7 @@ class Call:
         return common
 
     def attribute(self, planned: int) -> int:
-        r = self.pick(16)
+        r = self.rare_first(24)
         if r == 0:
             value = self.fdp.ConsumeInt(8)
         elif r == 1:
@@ -83,7 +88,7 @@ class Call:
 
     def perturb(self, shape: list[int]) -> list[int]:
         shape = list(shape)
-        r = self.pick(12)
+        r = self.rare_first(40)
         if r == 0 and shape:
             shape[self.pick(len(shape))] += 1 if self.fdp.ConsumeBool() else -1
         elif r == 1 and shape:
@@ -159,7 +164,7 @@ class Call:
         if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
             return None
         dtype = self.dtype(common)
-        r = self.pick(10)
+        r = self.rare_first(30)
         if r == 0 and self.inputs:  # aliasing an input: must be refused
             base = self.inputs[self.pick(len(self.inputs))][0]
             if base.dtype == dtype and base.size >= int(np.prod(shape, dtype=np.int64)) and base.flags.writeable:
@@ -305,7 +310,7 @@ def TestOneInput(data: bytes) -> None:
     try:
         if two_phase:
             size, executor = phase1()
-            ws_mode = call.pick(8)
+            ws_mode = call.rare_first(8)
             if ws_mode == 0 and size > 0:  # too small: must be refused
                 phase2(call.workspace(size // 2) if size // 2 else None, size // 2, executor)
                 raise AssertionError("phase 2 accepted a workspace smaller than planned")
