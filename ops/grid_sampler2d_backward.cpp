@@ -49,14 +49,17 @@ enum Padding : int { kZeros = 0, kBorder = 1, kReflection = 2 };
 
 constexpr int64_t kAlign = 64;                  // byte alignment of every workspace region
 constexpr int64_t kTile = 256;                  // positions per gradOutput tile
-constexpr int64_t kRecordBudget = 32 << 20;     // bytes of records + partials per sample chunk
-constexpr int64_t kMaxSlots = 64;               // most threads that get a scratch slot
-constexpr int64_t kSlotBudget = 256 << 20;      // bytes all scratch slots may take together
+// Workspace budgets. Python's functional API allocates the workspace on every call, and glibc
+// serves blocks up to 32 MiB from its heap (reused, already mapped) but maps bigger ones afresh
+// (every touched page faults again): typical calls should stay well below that.
+constexpr int64_t kRecordBudget = 8 << 20;      // bytes of records + partials per sample chunk
+constexpr int64_t kMaxSlots = 32;               // most threads that get a scratch slot
+constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may take together
 constexpr int64_t kTargetTasks = 8;             // below this many channel blocks, split positions
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
-constexpr int64_t kPositionGrain = 2048;
-constexpr int64_t kStreamBytes = 8 << 20;       // inputGrad at least this big is streamed out        // phase 1 / 3 positions per thread, at least
+constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 constexpr int64_t kTaskGrainWork = 1 << 16;     // lane-positions worth a thread in phase 2
+constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 constexpr double kCubicA = -0.75;
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
@@ -374,22 +377,6 @@ inline F4 load4(const float* p) {
 }
 inline void store4(float* p, const F4& v) { std::memcpy(p, &v, sizeof v); }
 
-// Stores that bypass the caches (p 16-byte aligned): for large outputs nobody reads soon, they
-// save the read-for-ownership of every line. Callers end a batch of them with stream_fence().
-inline void stream4(float* p, const F4& v) {
-#if ACLNN_SIMD_X86
-  _mm_stream_ps(p, (__m128)v);
-#else
-  store4(p, v);
-#endif
-}
-inline void stream_fence() {
-#if ACLNN_SIMD_X86
-  _mm_sfence();
-#endif
-}
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
 // In place: rows a, b, c, d (4 elements each) become columns.
 inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
   const F4 t0 = __builtin_shufflevector(a, b, 0, 4, 1, 5), t1 = __builtin_shufflevector(a, b, 2, 6, 3, 7);
@@ -429,7 +416,7 @@ void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
 
 // rows[c][q] = sum over k < parts of src[k * part_stride + q * Cb + c] (added in part order),
 // for q in [0, len). rows are given for whole groups of 4 channels, then nulls.
-template <int Cb, bool Stream>
+template <int Cb>
 void lanes_to_rows(const float* src, int64_t parts, int64_t part_stride, int64_t len, float* const* rows) {
   const int64_t len4 = len & ~int64_t(3);
   for (int c = 0; c < Cb && rows[c]; c += 4) {
@@ -445,17 +432,10 @@ void lanes_to_rows(const float* src, int64_t parts, int64_t part_stride, int64_t
         y += load4(m + 3 * Cb);
       }
       transpose4(a, b, x, y);
-      if (Stream) {
-        stream4(r0 + q, a);
-        stream4(r1 + q, b);
-        stream4(r2 + q, x);
-        stream4(r3 + q, y);
-      } else {
-        store4(r0 + q, a);
-        store4(r1 + q, b);
-        store4(r2 + q, x);
-        store4(r3 + q, y);
-      }
+      store4(r0 + q, a);
+      store4(r1 + q, b);
+      store4(r2 + q, x);
+      store4(r3 + q, y);
     }
     for (int64_t q = len4; q < len; ++q) {
       F4 v = load4(src + q * Cb + c);
@@ -501,9 +481,17 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
                    float* dst) {
   alignas(64) float buffer[Cb][kTile];
   const float* rows[Cb];
+  const bool contiguous = pl.flat && pl.scol == 1;
   for (int64_t q0 = 0; q0 < len; q0 += kTile) {
     const int64_t n = std::min(kTile, len - q0);
     load_rows<T, Cb>(base, schan, cvalid, pl, p0 + q0, n, buffer, rows);
+    if (contiguous) {
+      // The next tile's lines into L2 while this one is transposed (the hardware prefetcher
+      // does poorly on 16 short interleaved streams). A prefetch never faults, even past the end.
+      constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+      for (int c = 0; c < cvalid; ++c)
+        for (int64_t k = 0; k < n; k += kLine) __builtin_prefetch(base + c * schan + p0 + q0 + n + k, 0, 2);
+    }
     rows_to_lanes<Cb>(rows, n, dst + q0 * Cb);
   }
 }
@@ -512,29 +500,23 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 // buffers (each part_stride floats apart, added in part order), rounded to T.
 template <class T, int Cb>
 void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
-                    const Plane& pl, int64_t p0, int64_t len, bool stream) {
+                    const Plane& pl, int64_t p0, int64_t len) {
   alignas(64) float buffer[Cb][kTile];
   float* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
   const int groups = (cvalid + 3) / 4;
   for (int64_t q0 = 0; q0 < len; q0 += kTile) {
     const int64_t n = std::min(kTile, len - q0);
-    bool all_aligned = true;
     for (int c = 0; c < Cb; ++c) {
       if (c >= groups * 4) {
         rows[c] = nullptr;
       } else if (std::is_same<T, float>::value && contiguous && c < cvalid) {
         rows[c] = reinterpret_cast<float*>(base + c * schan) + p0 + q0;  // straight into the output
-        all_aligned = all_aligned && aligned16(rows[c]);
       } else {
         rows[c] = buffer[c];
       }
     }
-    if (stream && all_aligned) {
-      lanes_to_rows<Cb, true>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
-    } else {
-      lanes_to_rows<Cb, false>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
-    }
+    lanes_to_rows<Cb>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
     for (int c = 0; c < cvalid; ++c) {
       T* dst = base + c * schan;
       if (rows[c] != buffer[c]) continue;  // already written
@@ -637,6 +619,21 @@ void tile_bilinear(const TileArgs& t) {
   float* const part = t.part;
   const int64_t len = t.len;
   for (int64_t q = 0; q < len; ++q) {
+    if (q + kPrefetch < len) {
+      const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb, p2 = int64_t(k2[q + kPrefetch]) * Cb;
+      if (NeedIg) {
+        __builtin_prefetch(ig + p0, 1);
+        __builtin_prefetch(ig + p0 + Cb, 1);
+        __builtin_prefetch(ig + p2, 1);
+        __builtin_prefetch(ig + p2 + Cb, 1);
+      }
+      if (NeedGx) {
+        __builtin_prefetch(in + p0);
+        __builtin_prefetch(in + p0 + Cb);
+        __builtin_prefetch(in + p2);
+        __builtin_prefetch(in + p2 + Cb);
+      }
+    }
     V g;
     vload<Cb>(g, gt + q * Cb);
     const int64_t c0 = int64_t(k0[q]) * Cb, c1 = int64_t(k1[q]) * Cb;
@@ -665,10 +662,11 @@ void tile_bilinear(const TileArgs& t) {
 template <int Cb, bool NeedIg, bool NeedGx>
 void tile_nearest(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
-  const int32_t* corner = t.rec->corner[0];
+  const int32_t* corner = t.rec->corner[0] + t.i0;
   if (!NeedIg) return;  // nearest has no grid gradient
   for (int64_t q = 0; q < t.len; ++q) {
-    float* dst = t.ig + int64_t(corner[t.i0 + q]) * Cb;
+    if (q + kPrefetch < t.len) __builtin_prefetch(t.ig + int64_t(corner[q + kPrefetch]) * Cb, 1);
+    float* dst = t.ig + int64_t(corner[q]) * Cb;
     V acc, g;
     vload<Cb>(acc, dst);
     vload<Cb>(g, t.g + q * Cb);
@@ -761,7 +759,6 @@ struct Plan {
   bool need_gg = false;  // gridGrad requested
   bool need_gx = false;  // gridGrad needs computing (not nearest)
   bool trivial = false;  // nothing to compute beyond zero-filling outputs
-  bool stream_out = false;  // inputGrad is big: write it with cache-bypassing stores
   int cb = 16;           // channels per block
   int64_t nblocks = 0;
   int64_t chunk = 1;     // samples per chunk
@@ -814,7 +811,6 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.trivial = (!p.need_ig && !p.need_gx) || g.N == 0 || g.C == 0 || g.P == 0 || g.HW == 0;
   if (p.trivial) return p;
 
-  p.stream_out = p.need_ig && g.N * g.C * g.HW * int64_t(dtype_size(a.input.dtype)) >= kStreamBytes;
   p.cb = pick_block_width(g.C);
   p.nblocks = ceil_div(g.C, p.cb);
   p.buf_floats = (g.HW + 1) * p.cb;
@@ -991,9 +987,7 @@ class Runner {
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
-                          p_.stream_out);
-    if (p_.stream_out) stream_fence();
+    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len);
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
