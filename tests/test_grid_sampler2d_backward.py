@@ -1,0 +1,617 @@
+"""aclnnGridSampler2DBackward: gradients of 2-D grid sampling with respect to input and grid.
+
+Checked against a float64 NumPy reference written here from the formulas (PyTorch's
+grid_sampler_2d_backward semantics: unnormalize, clip/reflect with their gradient multipliers,
+bilinear / nearest (round half to even) / bicubic (A = -0.75) weights) and against PyTorch's own
+CPU op in float64, both on the same (already rounded) inputs.
+
+Error bounds. The kernel computes coordinates in double, rounds the per-position factors to fp32
+(relative error u = 2^-24 each) and accumulates in fp32, then rounds to the output dtype
+(unit roundoff u_out). With "mag" the sum of the absolute values of the terms of a result:
+
+    inputGrad pixel, m contributions t_k = weight_k * g_k (weight = product of two rounded
+    factors, 3u; product and running sum, (m + 1)u; positions split into at most 8 parts summed
+    in order, 8u):        |err| <= u_out*|exact| + (m + 12) * u * mag
+    gridGrad component, C channels: per channel the bilinear term g*((ne-nw)*s + (se-sw)*n)
+    carries <= 5u of its magnitude, bicubic's 4x4 taps <= 12u; lanes and blocks are summed in
+    a tree / in order (< C + 4 steps), the multiplier adds u:
+                          |err| <= u_out*|exact| + (C + 20) * u * mag
+    nearest gridGrad: exactly 0.
+
+Non-finite and far-away grid values follow PyTorch's CPU kernel (compared with it directly).
+Where PyTorch's bilinear backward reads out of bounds and crashes (border padding with a NaN
+coordinate, reflection padding with a NaN or infinite one), the kernel uses the coordinate
+PyTorch's forward pass samples (clipped to 0) with a zero gradient multiplier: exactly what the
+grid value -1 gives, which is what those cases are compared against.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, strided_view, to_torch
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
+TINY = {np.dtype(np.float32): 2.0 ** -149, np.dtype(np.float16): 2.0 ** -24, BFLOAT16: 2.0 ** -133}
+MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+PADDINGS = {0: "zeros", 1: "border", 2: "reflection"}
+COMBOS = list(itertools.product(MODES, PADDINGS, [False, True]))
+A = -0.75
+
+
+def combo_id(combo):
+    mode, pad, align = combo
+    return f"{MODES[mode]}-{PADDINGS[pad]}-{'align' if align else 'noalign'}"
+
+
+# --------------------------------------------------------------------------------------------
+# float64 reference
+
+def unnormalize(g, size, align):
+    """Pixel coordinate of grid value g and d(coordinate)/d(g)."""
+    if align:
+        return (g + 1) / 2 * (size - 1), (size - 1) / 2
+    return ((g + 1) * size - 1) / 2, size / 2
+
+
+def clip(x, size):
+    """Clamp to [0, size - 1]; derivative 1 strictly inside, 0 on or beyond the borders."""
+    inside = (x > 0) & (x < size - 1)
+    return np.clip(x, 0, size - 1), inside.astype(np.float64)
+
+
+def reflect(x, size, align):
+    """Fold x into [0, size - 1] (align) or [-0.5, size - 0.5]; derivative +-1."""
+    if align and size <= 1:
+        return np.zeros_like(x), np.zeros_like(x)
+    low, span = (0.0, size - 1.0) if align else (-0.5, float(size))
+    d = x - low
+    sign = np.where(d < 0, -1.0, 1.0)
+    d = np.abs(d)
+    flips = np.floor(d / span)
+    extra = np.fmod(d, span)
+    even = flips % 2 == 0
+    return np.where(even, low + extra, low + span - extra), np.where(even, sign, -sign)
+
+
+def padded(x, size, pad, align):
+    """The coordinate padding maps x to (no derivative): identity, clip, or reflect + clip."""
+    if pad == 1:
+        return clip(x, size)[0]
+    if pad == 2:
+        return clip(reflect(x, size, align)[0], size)[0]
+    return x
+
+
+def source(g, size, pad, align):
+    """Bilinear/nearest source coordinate and its multiplier d(coordinate)/d(grid value)."""
+    x, mult = unnormalize(g, size, align)
+    mult = np.full_like(x, mult)
+    if pad == 1:
+        x, dc = clip(x, size)
+        mult = mult * dc
+    elif pad == 2:
+        x, dr = reflect(x, size, align)
+        x, dc = clip(x, size)
+        mult = mult * dr * dc
+    return x, mult
+
+
+def cubic(t):
+    """Cubic convolution weights of taps at offsets -1, 0, 1, 2 for fraction t, and d/dt."""
+    def near(d):  # |d| <= 1
+        return ((A + 2) * d - (A + 3)) * d * d + 1
+
+    def far(d):  # 1 < |d| < 2
+        return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A
+
+    def near_slope(d):
+        return 3 * (A + 2) * d * d - 2 * (A + 3) * d
+
+    def far_slope(d):
+        return 3 * A * d * d - 10 * A * d + 8 * A
+
+    weights = [far(t + 1), near(t), near(1 - t), far(2 - t)]
+    slopes = [far_slope(t + 1), near_slope(t), -near_slope(1 - t), -far_slope(2 - t)]
+    return weights, slopes
+
+
+def reference(go, x, grid, mode, pad, align):
+    """float64 (inputGrad, gridGrad) and the error bounds of an fp32 computation (see the module
+    docstring), before the output dtype's own rounding."""
+    go, x, grid = f64(go), f64(x), f64(grid)
+    N, C, H, W = x.shape
+    Ho, Wo = grid.shape[1:3]
+    P = Ho * Wo
+    g = go.reshape(N, C, P)
+    img = x.reshape(N, C, H * W)
+    gx, gy = grid[..., 0].reshape(N, 1, P), grid[..., 1].reshape(N, 1, P)
+    ig = np.zeros((N, C, H * W))
+    ig_mag = np.zeros_like(ig)
+    ig_count = np.zeros_like(ig)
+    n_idx = np.arange(N).reshape(N, 1, 1)
+    c_idx = np.arange(C).reshape(1, C, 1)
+
+    def tap(ix, iy, valid):
+        """Values of the pixel (ix, iy) of every channel (0 where not valid) and its flat index."""
+        flat = np.where(valid, iy * W + ix, 0).astype(np.int64)
+        vals = np.take_along_axis(img, np.broadcast_to(flat, (N, C, P)), axis=2) * valid
+        return vals, np.broadcast_to(flat, (N, C, P))
+
+    def scatter(flat, valid, weight):
+        contrib = np.broadcast_to(weight * g * valid, (N, C, P))
+        idx = (np.broadcast_to(n_idx, (N, C, P)), np.broadcast_to(c_idx, (N, C, P)), flat)
+        np.add.at(ig, idx, contrib)
+        np.add.at(ig_mag, idx, np.abs(contrib))
+        np.add.at(ig_count, idx, np.broadcast_to(valid, (N, C, P)).astype(np.float64))
+
+    def inside(ix, iy):
+        return (ix >= 0) & (ix < W) & (iy >= 0) & (iy < H)
+
+    if mode == 1:
+        xs, _ = source(gx, W, pad, align)
+        ys, _ = source(gy, H, pad, align)
+        ix, iy = np.rint(xs), np.rint(ys)  # round half to even
+        valid = inside(ix, iy)
+        _, flat = tap(ix, iy, valid)
+        scatter(flat, valid, 1.0)
+        gg = np.zeros((N, Ho, Wo, 2))
+        gg_mag = np.zeros_like(gg)
+    elif mode == 0:
+        xs, mx = source(gx, W, pad, align)
+        ys, my = source(gy, H, pad, align)
+        x0, y0 = np.floor(xs), np.floor(ys)
+        w, n = xs - x0, ys - y0
+        e, s = 1 - w, 1 - n
+        corners = {}
+        for name, cx, cy, weight in (("nw", x0, y0, s * e), ("ne", x0 + 1, y0, s * w),
+                                     ("sw", x0, y0 + 1, n * e), ("se", x0 + 1, y0 + 1, n * w)):
+            valid = inside(cx, cy)
+            vals, flat = tap(cx, cy, valid)
+            scatter(flat, valid, weight)
+            corners[name] = vals
+        nw, ne, sw, se = corners["nw"], corners["ne"], corners["sw"], corners["se"]
+        dx = g * ((ne - nw) * s + (se - sw) * n)
+        dy = g * ((sw - nw) * e + (se - ne) * w)
+        dx_mag = np.abs(g) * (np.abs(ne - nw) * np.abs(s) + np.abs(se - sw) * np.abs(n))
+        dy_mag = np.abs(g) * (np.abs(sw - nw) * np.abs(e) + np.abs(se - ne) * np.abs(w))
+        gg = np.stack([mx[:, 0] * dx.sum(1), my[:, 0] * dy.sum(1)], -1).reshape(N, Ho, Wo, 2)
+        gg_mag = np.stack([np.abs(mx[:, 0]) * dx_mag.sum(1), np.abs(my[:, 0]) * dy_mag.sum(1)],
+                          -1).reshape(N, Ho, Wo, 2)
+    else:
+        xs, sx = unnormalize(gx, W, align)
+        ys, sy = unnormalize(gy, H, align)
+        x0, y0 = np.floor(xs), np.floor(ys)
+        wx, dwx = cubic(xs - x0)
+        wy, dwy = cubic(ys - y0)
+        dx = np.zeros((N, C, P))
+        dy = np.zeros_like(dx)
+        dx_mag = np.zeros_like(dx)
+        dy_mag = np.zeros_like(dx)
+        for i, j in itertools.product(range(4), range(4)):
+            tx = padded(x0 + i - 1, W, pad, align)
+            ty = padded(y0 + j - 1, H, pad, align)
+            valid = inside(tx, ty)
+            vals, flat = tap(tx, ty, valid)
+            scatter(flat, valid, wx[i] * wy[j])
+            dx += vals * dwx[i] * wy[j]
+            dy += vals * wx[i] * dwy[j]
+            dx_mag += np.abs(vals * dwx[i] * wy[j])
+            dy_mag += np.abs(vals * wx[i] * dwy[j])
+        gg = np.stack([sx * (g * dx).sum(1), sy * (g * dy).sum(1)], -1).reshape(N, Ho, Wo, 2)
+        gg_mag = np.stack([abs(sx) * (np.abs(g) * dx_mag).sum(1), abs(sy) * (np.abs(g) * dy_mag).sum(1)],
+                          -1).reshape(N, Ho, Wo, 2)
+    ig_bound = (ig_count + 12) * FP32_EPS * ig_mag
+    gg_bound = (C + 20) * FP32_EPS * gg_mag
+    return ig.reshape(x.shape), gg, ig_bound.reshape(x.shape), gg_bound
+
+
+def check(ig, gg, ref, dtype, what=""):
+    ref_ig, ref_gg, ig_bound, gg_bound = ref
+    u, tiny = UNIT_ROUNDOFF[np.dtype(dtype)], TINY[np.dtype(dtype)]
+    if ig is not None:
+        assert_within(ig, ref_ig, u * np.abs(ref_ig) + ig_bound + tiny, f"inputGrad {what}")
+    if gg is not None:
+        assert_within(gg, ref_gg, u * np.abs(ref_gg) + gg_bound + tiny, f"gridGrad {what}")
+
+
+def make(rng, N, C, H, W, Ho, Wo, dtype, spread=1.3):
+    """gradOutput, input, grid in dtype; the grid reaches `spread` beyond [-1, 1]'s scale."""
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    grid = rng.uniform(-spread, spread, (N, Ho, Wo, 2)).astype(dtype)
+    return go, x, grid
+
+
+def torch_reference(torch, go, x, grid, mode, pad, align):
+    t = [to_torch(a).double() for a in (go, x, grid)]
+    gi, gg = torch.ops.aten.grid_sampler_2d_backward(t[0], t[1], t[2], mode, pad, align, [True, True])
+    return gi.numpy(), gg.numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# The documented example (document 004): input 1..40 as [1, 1, 5, 8], a 3x3 grid, ones.
+
+DOC_GRID = [-1, -1, 0, -1, 1, -1, -1, 0, 0, 0, 1, 0, -1, 1, 0, 1, 1, 1]
+
+
+def test_documented_example():
+    go = np.ones((1, 1, 3, 3), np.float32)
+    x = np.arange(1, 41, dtype=np.float32).reshape(1, 1, 5, 8)
+    grid = np.array(DOC_GRID, np.float32).reshape(1, 3, 3, 2)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 0, 0, False)
+    ref_ig, ref_gg, _, _ = reference(go, x, grid, 0, 0, False)
+    # Corner and edge-centre samples: every weight is 0, 1/4 or 1/2, so the result is exact.
+    np.testing.assert_array_equal(ig, ref_ig)
+    np.testing.assert_array_equal(gg, ref_gg)
+    np.testing.assert_array_equal(ig[0, 0, 0], [0.25, 0, 0, 0.25, 0.25, 0, 0, 0.25])
+    np.testing.assert_array_equal(gg[0, 1, 1], [4.0, 20.0])  # the centre: half the steps of 1 and 8
+    # The same through the two-phase API into preallocated outputs.
+    ig2, gg2 = np.zeros_like(x), np.zeros_like(grid)
+    ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, 0, 0, False, (True, True), ig2, gg2)
+    ac.aclnnGridSampler2DBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
+    np.testing.assert_array_equal(ig2, ig)
+    np.testing.assert_array_equal(gg2, gg)
+
+
+# --------------------------------------------------------------------------------------------
+# Numbers against the float64 formulas: every mode x padding x align x dtype x ISA level, with
+# grids beyond [-1, 1], a 1x1 input, and channel counts for each block width (4, 8, 16 lanes,
+# partial last blocks).
+
+SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17)]
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_matches_formulas(isa, combo, dtype):
+    mode, pad, align = combo
+    rng = np.random.default_rng(hash(combo) % 1000)
+    for shape in SHAPES:
+        go, x, grid = make(rng, *shape, dtype, spread=1.7)
+        ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+        assert ig.dtype == dtype and gg.dtype == dtype
+        check(ig, gg, reference(go, x, grid, mode, pad, align), dtype, str(shape))
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_matches_torch(torch, combo, dtype):
+    mode, pad, align = combo
+    rng = np.random.default_rng(7 + hash(combo) % 1000)
+    for shape in [(2, 6, 9, 7, 8, 10), (1, 33, 5, 12, 7, 6)]:
+        go, x, grid = make(rng, *shape, dtype, spread=2.5)
+        ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+        _, _, ig_bound, gg_bound = reference(go, x, grid, mode, pad, align)
+        t_ig, t_gg = torch_reference(torch, go, x, grid, mode, pad, align)
+        check(ig, gg, (t_ig, t_gg, ig_bound, gg_bound), dtype, f"vs torch {shape}")
+
+
+def test_round_half_to_even():
+    # W = H = 4, align_corners false: grid -0.5, 0, 0.5 land on pixel coordinates 0.5, 1.5, 2.5.
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    grid = np.array([[[[-0.5, -0.5], [0.0, 0.0], [0.5, 0.5]]]], np.float32)
+    go = np.array([[[[1.0, 2.0, 4.0]]]], np.float32)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 1, 0, False)
+    expected = np.zeros((4, 4), np.float32)
+    expected[0, 0] = 1.0  # 0.5 -> 0
+    expected[2, 2] = 2.0 + 4.0  # 1.5 -> 2 and 2.5 -> 2
+    np.testing.assert_array_equal(ig[0, 0], expected)
+    np.testing.assert_array_equal(gg, 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Grid values far outside [-1, 1], infinite and NaN: as PyTorch's CPU kernel.
+
+SPECIAL = [np.nan, np.inf, -np.inf, 1e30, -1e30, 3e9, -7.25, 5.5, 1e3 + 0.375, -3e4, 1.0, -1.0]
+# Reflection folds x with x - floor(x / period) * period; for |x| ~ 1e30 the product rounds, and
+# whether a compiler fuses it into an FMA changes the fold, so reflection keeps to exact cases.
+SPECIAL_REFLECTION = [np.nan, np.inf, -np.inf, -7.25, 5.5, 1e3 + 0.375, -3e4, 1.0, -1.0]
+
+
+def special_grid(rng, N, Ho, Wo, dtype, pad):
+    grid = rng.uniform(-1.2, 1.2, (N, Ho, Wo, 2))
+    mask = rng.random(grid.shape) < 0.35
+    grid[mask] = rng.choice(SPECIAL_REFLECTION if pad == 2 else SPECIAL, int(mask.sum()))
+    with np.errstate(over="ignore"):
+        return grid.astype(dtype)
+
+
+def crashes_torch(mode, pad, grid):
+    """Entries PyTorch's bilinear backward indexes with out of bounds (it segfaults on them)."""
+    g = f64(grid)
+    if mode != 0 or pad == 0:
+        return np.zeros(g.shape, bool)
+    return np.isnan(g) if pad == 1 else ~np.isfinite(g)
+
+
+def assert_close_normwise(actual, expected, dtype, what):
+    """Same NaN pattern and infinities; finite entries within the output rounding plus 1e-5 of
+    the largest finite magnitude (every result here sums a handful of terms of that size)."""
+    e = np.asarray(expected, np.float64)
+    scale = np.abs(e[np.isfinite(e)]).max(initial=0.0)
+    bound = UNIT_ROUNDOFF[np.dtype(dtype)] * np.abs(np.nan_to_num(e, posinf=0, neginf=0))
+    assert_within(actual, e, bound + 1e-5 * scale + TINY[np.dtype(dtype)], what)
+    a = f64(actual)
+    assert np.array_equal(a[np.isinf(e)], e[np.isinf(e)]), f"{what}: infinities differ"
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_special_grid_values_match_torch(torch, isa, combo, dtype):
+    mode, pad, align = combo
+    rng = np.random.default_rng(11 + hash(combo) % 1000)
+    go, x, _ = make(rng, 2, 3, 5, 6, 7, 9, dtype)
+    grid = special_grid(rng, 2, 7, 9, dtype, pad)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+    safe = f64(grid)
+    safe[crashes_torch(mode, pad, grid)] = -1.0  # the documented equivalent of those entries
+    t_ig, t_gg = torch_reference(torch, go, x, safe.astype(dtype), mode, pad, align)
+    assert_close_normwise(ig, t_ig, dtype, "inputGrad")
+    assert_close_normwise(gg, t_gg, dtype, "gridGrad")
+
+
+def test_special_values_exactly():
+    x = np.arange(1.0, 13.0, dtype=np.float64).reshape(1, 1, 3, 4).astype(np.float32)
+    go = np.ones((1, 1, 1, 2), np.float32)
+    nan = np.float32(np.nan)
+    grid = np.array([[[[nan, 0.2], [0.1, nan]]]], np.float32)
+    # Zeros padding: a NaN coordinate touches no pixel; its own gradient is 0, the other
+    # coordinate's gradient is NaN (0 * NaN weights), as in PyTorch.
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 0, 0, False)
+    np.testing.assert_array_equal(ig, 0.0)
+    np.testing.assert_array_equal(np.isnan(gg.ravel()), [False, True, True, False])
+    assert gg[0, 0, 0, 0] == 0 and gg[0, 0, 1, 1] == 0
+    # Border padding: the NaN coordinate is clipped to 0 with a zero gradient.
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 0, 1, False)
+    ig_ref, gg_ref = ac.grid_sampler2d_backward(go, x, np.array([[[[-1.0, 0.2], [0.1, -1.0]]]], np.float32), 0, 1, False)
+    np.testing.assert_array_equal(ig, ig_ref)
+    np.testing.assert_array_equal(gg, gg_ref)
+    assert gg[0, 0, 0, 0] == 0 and gg[0, 0, 1, 1] == 0
+    # Nearest, border: NaN samples pixel 0 of its axis (PyTorch's clamp order).
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 1, 1, False)
+    expected = np.zeros((3, 4), np.float32)
+    expected[1, 0] = 1.0  # (NaN -> 0, 0.2 -> row 1)
+    expected[0, 2] = 1.0  # (0.1 -> column 2, NaN -> 0)
+    np.testing.assert_array_equal(ig[0, 0], expected)
+    np.testing.assert_array_equal(gg, 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel schedules: one sample with many channels (blocks in parallel), few blocks with many
+# positions (positions split into parts), many samples (records in chunks).
+
+@pytest.mark.parametrize("shape", [(1, 300, 12, 10, 17, 19), (1, 2, 6, 5, 90, 80), (12, 2, 6, 7, 128, 128)],
+                         ids=str)
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+def test_schedules(shape, mode):
+    rng = np.random.default_rng(12)
+    go, x, grid = make(rng, *shape, np.float32, spread=1.1)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, 2, True)
+    check(ig, gg, reference(go, x, grid, mode, 2, True), np.float32, str(shape))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_large_channel_count_matches_torch(torch, dtype):
+    rng = np.random.default_rng(13)
+    go, x, grid = make(rng, 1, 256, 16, 16, 24, 24, dtype, spread=1.05)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 0, 0, False)
+    _, _, ig_bound, gg_bound = reference(go, x, grid, 0, 0, False)
+    check(ig, gg, (*torch_reference(torch, go, x, grid, 0, 0, False), ig_bound, gg_bound), dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts: strided inputs (sliced, transposed, reversed), outputs through out= views.
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BFLOAT16], ids=str)
+def test_strided_inputs(isa, layout, mode, dtype):
+    rng = np.random.default_rng(14)
+    go, x, grid = make(rng, 2, 6, 7, 8, 9, 5, dtype)
+    views = [strided_view(rng, a, layout) for a in (go, x, grid)]
+    ig, gg = ac.grid_sampler2d_backward(*views, mode, 1, False)
+    check(ig, gg, reference(go, x, grid, mode, 1, False), dtype, layout)
+
+
+def test_zero_strides_in_inputs():
+    rng = np.random.default_rng(15)
+    go = np.broadcast_to(rng.standard_normal((1, 1, 1, 1)).astype(np.float32), (2, 3, 4, 5))
+    x = np.broadcast_to(rng.standard_normal((1, 3, 6, 1)).astype(np.float32), (2, 3, 6, 7))
+    grid = np.broadcast_to(rng.uniform(-1, 1, (1, 4, 1, 2)).astype(np.float32), (2, 4, 5, 2))
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, 0, 0, True)
+    check(ig, gg, reference(go, x, grid, 0, 0, True), np.float32)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_out_views(layout, dtype):
+    rng = np.random.default_rng(16)
+    go, x, grid = make(rng, 2, 5, 6, 7, 8, 9, dtype)
+    ig_buffer = np.full((4, 10, 12, 14), 7.0, dtype)
+    ig = ig_buffer[::2, ::2, ::2, ::2] if layout == "sliced" else strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
+    gg = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
+    result = ac.grid_sampler2d_backward(go, x, grid, 2, 0, False, out=(ig, gg))
+    assert result[0] is ig and result[1] is gg
+    check(ig, gg, reference(go, x, grid, 2, 0, False), dtype, layout)
+    if layout == "sliced":
+        untouched = np.ones(ig_buffer.shape, bool)
+        untouched[::2, ::2, ::2, ::2] = False
+        assert (f64(ig_buffer)[untouched] == 7.0).all()
+
+
+def test_torch_tensors_in_and_out(torch):
+    go = torch.randn(2, 4, 5, 6, dtype=torch.bfloat16)
+    x = torch.randn(2, 4, 7, 3, dtype=torch.bfloat16)
+    grid = (torch.rand(2, 5, 6, 2) * 2.4 - 1.2).to(torch.bfloat16)
+    ig, gg = torch.empty_like(x), torch.empty_like(grid)
+    ac.grid_sampler2d_backward(go, x, grid, 0, 2, False, out=(ig, gg))
+    check(ig, gg, reference(go, x, grid, 0, 2, False), BFLOAT16)
+
+
+# --------------------------------------------------------------------------------------------
+# outputMask: a masked output is not computed and not touched (and may be None).
+
+@pytest.mark.parametrize("mask", [(True, False), (False, True), (False, False)], ids=str)
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+def test_output_mask(mask, mode):
+    rng = np.random.default_rng(17)
+    go, x, grid = make(rng, 2, 19, 6, 7, 30, 40, np.float32)
+    ref = reference(go, x, grid, mode, 0, False)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, output_mask=mask)
+    assert (ig is None) != mask[0] and (gg is None) != mask[1]
+    check(ig, gg, ref, np.float32, str(mask))
+    given = (np.full(x.shape, 3.0, np.float32), np.full(grid.shape, 3.0, np.float32))
+    ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, output_mask=mask, out=given)
+    for flag, array in zip(mask, given):
+        if not flag:
+            np.testing.assert_array_equal(array, 3.0)
+    check(given[0] if mask[0] else None, given[1] if mask[1] else None, ref, np.float32, f"out {mask}")
+    # Two-phase with a null masked output.
+    outs = [np.full(x.shape, 3.0, np.float32) if mask[0] else None, np.full(grid.shape, 3.0, np.float32) if mask[1] else None]
+    ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, 0, False, mask, *outs)
+    ac.aclnnGridSampler2DBackward(np.empty(ws, np.uint8) if ws else None, ws, ex)
+    check(outs[0], outs[1], ref, np.float32, f"two-phase {mask}")
+
+
+# --------------------------------------------------------------------------------------------
+# Empty tensors: validation passes, inputGrad is zero, gridGrad is zero (a sum over no channels).
+
+@pytest.mark.parametrize("shape", [(0, 3, 4, 5, 6, 7), (2, 0, 4, 5, 6, 7), (2, 3, 4, 5, 0, 7), (2, 3, 4, 5, 6, 0)],
+                         ids=str)
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+def test_empty(shape, mode):
+    N, C, H, W, Ho, Wo = shape
+    go = np.ones((N, C, Ho, Wo), np.float32)
+    x = np.ones((N, C, H, W), np.float32)
+    grid = np.zeros((N, Ho, Wo, 2), np.float32)
+    ig, gg = np.full(x.shape, 5.0, np.float32), np.full(grid.shape, 5.0, np.float32)
+    ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, out=(ig, gg))
+    np.testing.assert_array_equal(ig, 0.0)
+    np.testing.assert_array_equal(gg, 0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Determinism: bitwise identical results for 1, 2 and 3 threads on every schedule.
+
+@pytest.mark.parametrize("shape", [(1, 70, 9, 11, 40, 50), (1, 3, 8, 8, 120, 110), (12, 5, 10, 9, 96, 100),
+                                   (4, 21, 13, 7, 33, 35)], ids=str)
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype):
+    rng = np.random.default_rng(18)
+    go, x, grid = make(rng, *shape, dtype, spread=1.2)
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, 2, False)
+        results.append(ig.tobytes() + gg.tobytes())
+    assert results[0] == results[1] == results[2]
+
+
+# --------------------------------------------------------------------------------------------
+# Documented errors through both APIs, outputs untouched.
+
+CASES = {
+    "null gradOutput": 161001, "null input": 161001, "null grid": 161001, "null inputGrad": 161001,
+    "null gridGrad": 161001, "float64": 161002, "int32": 161002, "dtypes differ": 161002,
+    "gradOutput 3-D": 161002, "input 5-D": 161002, "grid 3-D": 161002, "interpolationMode 3": 161002,
+    "interpolationMode -1": 161002, "paddingMode 3": 161002, "batch differs": 161002,
+    "channels differ": 161002, "grid H differs": 161002, "grid W differs": 161002,
+    "input H is 0": 161002, "input W is 0": 161002, "grid last dim 3": 161002,
+    "inputGrad shape": 161002, "gridGrad shape": 161002,
+}
+
+
+def error_case(case):
+    rng = np.random.default_rng(19)
+    go, x, grid = make(rng, 2, 3, 4, 5, 6, 7, np.float32)
+    ig, gg = np.full(x.shape, 5.0, np.float32), np.full(grid.shape, 5.0, np.float32)
+    mode, pad = 0, 0
+    if case == "null gradOutput":
+        go = None
+    elif case == "null input":
+        x = None
+    elif case == "null grid":
+        grid = None
+    elif case == "null inputGrad":
+        ig = None
+    elif case == "null gridGrad":
+        gg = None
+    elif case == "float64":
+        go, x, grid, ig, gg = (a.astype(np.float64) for a in (go, x, grid, ig, gg))
+    elif case == "int32":
+        go, x, grid, ig, gg = (a.astype(np.int32) for a in (go, x, grid, ig, gg))
+    elif case == "dtypes differ":
+        grid = grid.astype(np.float16)
+    elif case == "gradOutput 3-D":
+        go = go[0]
+    elif case == "input 5-D":
+        x = x[None]
+    elif case == "grid 3-D":
+        grid = grid[0]
+    elif case == "interpolationMode 3":
+        mode = 3
+    elif case == "interpolationMode -1":
+        mode = -1
+    elif case == "paddingMode 3":
+        pad = 3
+    elif case == "batch differs":
+        grid = np.zeros((1, 6, 7, 2), np.float32)
+    elif case == "channels differ":
+        go = np.zeros((2, 4, 6, 7), np.float32)
+    elif case == "grid H differs":
+        grid = np.zeros((2, 5, 7, 2), np.float32)
+    elif case == "grid W differs":
+        grid = np.zeros((2, 6, 8, 2), np.float32)
+    elif case == "input H is 0":
+        x = np.zeros((2, 3, 0, 5), np.float32)
+        ig = np.full(x.shape, 5.0, np.float32)
+    elif case == "input W is 0":
+        x = np.zeros((2, 3, 4, 0), np.float32)
+        ig = np.full(x.shape, 5.0, np.float32)
+    elif case == "grid last dim 3":
+        grid = np.zeros((2, 6, 7, 3), np.float32)
+        gg = np.full(grid.shape, 5.0, np.float32)
+    elif case == "inputGrad shape":
+        ig = np.full((2, 3, 4, 6), 5.0, np.float32)
+    elif case == "gridGrad shape":
+        gg = np.full((2, 6, 7, 3), 5.0, np.float32)
+    return go, x, grid, mode, pad, ig, gg
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_documented_errors(case):
+    go, x, grid, mode, pad, ig, gg = error_case(case)
+    before = [a.copy() if a is not None else None for a in (ig, gg)]
+    apis = ("functional", "two_phase") if ig is not None and gg is not None else ("two_phase",)
+    for api in apis:
+        with pytest.raises(ac.AclnnError) as info:
+            if api == "functional":
+                ac.grid_sampler2d_backward(go, x, grid, mode, pad, False, out=(ig, gg))
+            else:
+                ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, pad, False, (True, True), ig, gg)
+        error = info.value
+        assert error.status == CASES[case], f"{api}: {error}"
+        assert "aclnnGridSampler2DBackward" in str(error), str(error)
+        assert isinstance(error, ac.ParamNullptrError if CASES[case] == 161001 else ac.ParamInvalidError)
+    for old, new in zip(before, (ig, gg)):
+        if old is not None:
+            np.testing.assert_array_equal(new, old)
+
+
+def test_bfloat16_only_on_atlas_a2(product):
+    rng = np.random.default_rng(20)
+    go, x, grid = make(rng, 1, 2, 3, 4, 5, 6, BFLOAT16)
+    ig, gg = np.full(x.shape, 5.0, BFLOAT16), np.full(grid.shape, 5.0, BFLOAT16)
+    product("atlas_training")
+    with pytest.raises(ac.ParamInvalidError):
+        ac.grid_sampler2d_backward(go, x, grid, out=(ig, gg))
+    np.testing.assert_array_equal(f64(ig), 5.0)
+    np.testing.assert_array_equal(f64(gg), 5.0)
+    product("atlas_a2")
+    ac.grid_sampler2d_backward(go, x, grid, out=(ig, gg))
+    check(ig, gg, reference(go, x, grid, 0, 0, False), BFLOAT16)
