@@ -40,8 +40,10 @@ Liveness* find_live(aclOpExecutor* ex) {
 // How a phase-2 call holds the executor it runs.
 enum class Hold { None, Owned, Shared };
 
-aclnnStatus run_checked(const char* op_name, void* workspace, uint64_t workspace_size,
-                        aclOpExecutor* ex) {
+// The caller's workspace arguments, checked before the executor is consumed so that a call
+// with a wrong workspace can be repeated with a right one (as a bad stream can).
+aclnnStatus check_workspace(const char* op_name, void* workspace, uint64_t workspace_size,
+                            const aclOpExecutor* ex) {
   if (workspace == nullptr && workspace_size > 0)
     return fail(kParamNullptr, "%s: workspace is null but workspaceSize is %llu", op_name,
                 static_cast<unsigned long long>(workspace_size));
@@ -49,6 +51,10 @@ aclnnStatus run_checked(const char* op_name, void* workspace, uint64_t workspace
     return fail(kParamInvalid, "%s: workspaceSize %llu is smaller than the %llu bytes %sGetWorkspaceSize asked for",
                 op_name, static_cast<unsigned long long>(workspace_size),
                 static_cast<unsigned long long>(ex->workspace_size), op_name);
+  return kSuccess;
+}
+
+aclnnStatus run_checked(const char* op_name, void* workspace, aclOpExecutor* ex) {
   try {
     const aclnnStatus status = ex->run(ex->workspace_size > 0 ? workspace : nullptr);
     // Kernels return a status without a message (they are pure); every failure the caller sees
@@ -96,6 +102,7 @@ aclnnStatus run_executor(const char* op_name, void* workspace, uint64_t workspac
                   "returned by %sGetWorkspaceSize)", op_name, op_name);
     if (std::strcmp(executor->op_name, op_name) != 0)
       return fail(kParamInvalid, "%s: the executor belongs to %s", op_name, executor->op_name);
+    if (aclnnStatus bad = check_workspace(op_name, workspace, workspace_size, executor)) return bad;
     if (executor->repeatable) {
       ++state->active_runs;
       hold = Hold::Shared;
@@ -106,7 +113,7 @@ aclnnStatus run_executor(const char* op_name, void* workspace, uint64_t workspac
     }
   }
 
-  aclnnStatus status = run_checked(op_name, workspace, workspace_size, executor);
+  aclnnStatus status = run_checked(op_name, workspace, executor);
 
   if (hold == Hold::Owned) {
     delete executor;

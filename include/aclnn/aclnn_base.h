@@ -77,10 +77,11 @@ ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array);
  * An executor (from an aclnnXxxGetWorkspaceSize call) is consumed by its aclnnXxx call unless it
  * was made repeatable; a repeatable one lives until aclDestroyAclOpExecutor. Destroying an
  * executor that never ran is allowed. Unknown, destroyed or consumed executors: 161002.
- * Phase 2 (aclnnXxx) refuses, before touching the executor: a null executor (161001) and a
- * stream that is neither null nor a live aclrtCreateStream handle (161002). It then consumes a
- * plain executor whatever happens next: a null workspace with workspaceSize > 0 (161001) or a
- * workspaceSize below what phase 1 asked for (161002) fail the call and use it up.
+ * Phase 2 (aclnnXxx) refuses, before touching the executor: a null executor (161001), a
+ * stream that is neither null nor a live aclrtCreateStream handle (161002), a null workspace
+ * with workspaceSize > 0 (161001) and a workspaceSize below what phase 1 asked for (161002); the
+ * executor then stays usable. Once the kernel starts, a plain executor is consumed whatever the
+ * outcome.
  */
 ACLNN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor);
 ACLNN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor);

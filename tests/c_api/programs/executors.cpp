@@ -159,8 +159,8 @@ void null_and_foreign_executors() {
 }
 
 void workspace_checks() {
-  // A null workspace with a non-zero size: 161001 whatever the op asked for. The plain executor
-  // is consumed by the failed call (phase 2 always consumes it), the repeatable one is not.
+  // A null workspace with a non-zero size: 161001 whatever the op asked for. The check comes
+  // before the run, so neither a plain nor a repeatable executor is consumed by it.
   {
     SoftmaxProblem p(1.0f);
     uint64_t ws = 0;
@@ -169,6 +169,9 @@ void workspace_checks() {
     EXPECT_STATUS(aclnnSoftmaxBackward(nullptr, ws + 64, ex, nullptr), ACLNN_ERR_PARAM_NULLPTR,
                   "aclnnSoftmaxBackward", "workspace");
     CHECK(p.out.untouched());
+    harness::DeviceBuffer workspace(ws);
+    EXPECT_STATUS(aclnnSoftmaxBackward(workspace.get(), ws, ex, nullptr), 0);  // still usable
+    CHECK(p.out_is_right());
     EXPECT_STATUS(aclDestroyAclOpExecutor(ex), ACLNN_ERR_PARAM_INVALID, "aclDestroyAclOpExecutor");
   }
   {
