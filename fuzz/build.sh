@@ -18,9 +18,6 @@ for src in "$root"/runtime/*.cpp "$root"/runtime/generated/*.cpp "$root"/ops/*.c
   obj="$out/obj/${rel//\//_}.o"
   objs+=("$obj")
   extra=()
-  # clang 14's __builtin_cpu_supports does not know "f16c" (gcc's does); the ISA probe only
-  # matters for the AVX2/AVX-512 levels, which this build does not compile, so stub it out.
-  [[ "$rel" == runtime/isa.cpp ]] && extra=(-D'__builtin_cpu_supports(feature)=0')
   if [[ ! -f "$obj" || "$src" -nt "$obj" || -n "$(find "$root/include" -newer "$obj" -name '*.h' | head -1)" ]]; then
     "$CXX" "${flags[@]}" "${extra[@]}" -c "$src" -o "$obj" &
     pids+=($!)

@@ -8,16 +8,29 @@
 
 #include "aclnn_cpu/isa.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace aclnn_cpu {
 namespace {
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C straight from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know
+// the name "f16c"; the AVX2 check below already covers the OS saving the YMM state.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & (1u << 29)) != 0;
+}
+#endif
+
 bool cpu_has_avx2_level() {
 #if defined(__x86_64__) || defined(__i386__)
-  // gcc's builtin checks CPUID and, for AVX/AVX-512, that the OS saves the wider registers
+  // The builtin checks CPUID and, for AVX/AVX-512, that the OS saves the wider registers
   // (XGETBV), so a kernel without AVX state support reports false here.
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
   return false;
 #endif
