@@ -4,8 +4,8 @@
 // Layout of the work. Every output position (n, ho, wo) maps to the same source pixels for all
 // channels, so its coordinates, weights, corner indices and clip/reflect gradient multipliers
 // are computed once, in double, into per-position "records" (phase 1). Channels are then handled
-// in blocks of kCb (4, 8 or 16, chosen from C): a block's input planes are transposed into a
-// channel-last fp32 buffer [H*W + 1][kCb], so one source pixel of the block is one short vector
+// in blocks of Cb (4, 8 or 16 lanes, chosen from C): a block's input planes are transposed into
+// a channel-last fp32 buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
@@ -22,10 +22,10 @@
 // kernel does), then weights are rounded to fp32; all accumulation is fp32, fp16/bf16 outputs
 // are rounded from the fp32 result (round to nearest even).
 //
-// Non-finite and far-away coordinates follow PyTorch's vectorised CPU kernel: out-of-range
-// corners contribute nothing in zeros padding while NaN weights still reach gridGrad through
-// 0 * NaN; clipping maps NaN to 0 (PyTorch's clamp order). Where PyTorch's bilinear backward
-// reads out of bounds (border/reflection with a NaN, or reflection with an infinite,
+// Non-finite and far-away coordinates follow PyTorch's vectorised CPU kernel (tested against
+// it): out-of-range corners contribute nothing in zeros padding while NaN weights still reach
+// gridGrad through 0 * NaN; clipping maps NaN to 0 (PyTorch's clamp order). Where its bilinear
+// backward reads out of bounds (border/reflection with a NaN, or reflection with an infinite,
 // coordinate - it crashes), we use the coordinate its forward pass samples (0) with a zero
 // gradient multiplier.
 #include <algorithm>
@@ -38,7 +38,6 @@
 #include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
-
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -153,8 +152,8 @@ ACLNN_GS_INLINE D8 unnormalize(D8 g, const Axis& a) {
 // Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
 ACLNN_GS_INLINE D8 clip(D8 x, const Axis& a) { return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{}); }
 
-// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `flip` receives
-// whether the result runs against x (the gradient sign before the sign of x - low).
+// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
+// given, receives whether the result moves against x (the gradient multiplier is then -1).
 template <bool Align>
 ACLNN_GS_INLINE D8 reflect(D8 x, const Axis& a, M8* against = nullptr) {
   if (Align && a.empty) {
