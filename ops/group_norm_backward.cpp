@@ -11,10 +11,12 @@
 //
 // gradOut, input and gradInput are each viewed as [N, C, HxW] in row-major order of their own
 // shape. Two schedules, chosen by shape only, so results never depend on the thread count:
-//   * fused (a group's planes hold at most kFusedElems elements): one task per (n, g) sums its
-//     planes, derives the coefficients and writes dX while the group is still in cache;
-//   * chunked (bigger groups): plane sums in fixed chunks of kPlaneChunk (partials in the
+//   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
+//     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
+//     still in cache;
+//   * chunked (other groups): plane sums in fixed chunks of kPlaneChunk (partials in the
 //     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk.
+// dX of an op that overflows the last-level cache is written with streaming stores.
 // dgamma/dbeta add the per-(n, c) sums over n in order, parallel over channels. Masked-off
 // outputs are neither computed nor touched.
 #include <algorithm>
@@ -30,7 +32,9 @@ namespace {
 
 using namespace simd;
 
-constexpr int64_t kFusedElems = 65536;   // largest group (D * HxW) handled by one fused task
+constexpr int64_t kFusedElems = 65536;   // groups up to this size are always fused
+constexpr int64_t kFusedMaxElems = 1 << 19;  // larger groups fused when there are enough of them:
+constexpr int64_t kFusedMinTasks = 8;        // at least this many (n, g)
 constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chunked schedule
 constexpr int64_t kGrainElems = 32768;   // fewest elements worth a thread of their own
 
@@ -116,7 +120,10 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   // (e.g. N = 0 with C and HxW near 2^60), so the products below could overflow: plan nothing.
   p.empty = p.N == 0 || p.C == 0 || p.HxW == 0;
   if (p.empty) return p;
-  p.fused = p.D * p.HxW <= kFusedElems;
+  // Fused unless a group is too big to stay in cache between its two passes, or so big with so
+  // few groups that one task per group would leave threads idle.
+  const int64_t group_elems = p.D * p.HxW;
+  p.fused = group_elems <= kFusedElems || (group_elems <= kFusedMaxElems && p.N * p.G >= kFusedMinTasks);
   p.chunks = p.fused ? 1 : std::max<int64_t>(1, (p.HxW + kPlaneChunk - 1) / kPlaneChunk);
   const int64_t NG = p.N * p.G, NC = p.N * p.C;
   int64_t at = 0;
@@ -204,16 +211,13 @@ struct Coef {
   float c1, c2, c3, mean;
 };
 
-template <class T>
+template <bool kStream, class T>
 inline __attribute__((always_inline)) void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
   const VecF c1 = set1(k.c1), c2 = set1(k.c2), c3 = set1(k.c3), m = set1(k.mean);
-  int64_t i = 0;
-  for (; i + kWidth <= len; i += kWidth)
-    store(dx + i, fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3)));
-  if (i < len) {
-    const int64_t n = len - i;
-    store_partial(dx + i, fma(c1, load_partial(dy + i, n), fma(c2, load_partial(x + i, n) - m, c3)), n);
-  }
+  store_run<kStream>(dx, len, [&](int64_t i, int64_t count) {
+    if (count == kWidth) return fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3));
+    return fma(c1, load_partial(dy + i, count), fma(c2, load_partial(x + i, count) - m, c3));
+  });
 }
 
 template <class T>
@@ -242,6 +246,7 @@ struct Kernel {
   float* ws;
   const FlatIndex fdy, fx, fdx;
   const bool contiguous;
+  const bool stream;  // dX overflows the last-level cache: streaming stores
   const T* dy0;
   const T* x0;
   T* dx0;
@@ -254,6 +259,7 @@ struct Kernel {
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
+        stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T))),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
         dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}
@@ -277,7 +283,8 @@ struct Kernel {
     const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
     if (!contiguous) return plane_write_strided(dy0, x0, dx0, Cursor(fdy, start), Cursor(fx, start), Cursor(fdx, start), len, k);
     if (p.HxW < kWidth) return plane_write_short(dy0 + start, x0 + start, dx0 + start, len, k);
-    plane_write(dy0 + start, x0 + start, dx0 + start, len, k);
+    if (stream) plane_write<true>(dy0 + start, x0 + start, dx0 + start, len, k);
+    else plane_write<false>(dy0 + start, x0 + start, dx0 + start, len, k);
   }
 
   // Group coefficients c2, c3 from the per-channel sums of (n, g).
@@ -381,14 +388,13 @@ struct Kernel {
           for (int64_t h = 0; h < H; ++h) bs[(c - c0) * H + h] = scale;
         }
       }
-      int64_t i = 0;
-      for (; i + kWidth <= len; i += kWidth)
-        store(dx + off + i, fma(load(bs + i), load(dy + off + i), fma(c2v, load(x + off + i) - mv, c3v)));
-      if (i < len) {
-        const int64_t rest = len - i;
-        store_partial(dx + off + i, fma(load_partial(bs + i, rest), load_partial(dy + off + i, rest),
-                                        fma(c2v, load_partial(x + off + i, rest) - mv, c3v)), rest);
-      }
+      const auto value = [&](int64_t i, int64_t count) {
+        if (count == kWidth) return fma(load(bs + i), load(dy + off + i), fma(c2v, load(x + off + i) - mv, c3v));
+        return fma(load_partial(bs + i, count), load_partial(dy + off + i, count),
+                   fma(c2v, load_partial(x + off + i, count) - mv, c3v));
+      };
+      if (stream) store_run<true>(dx + off, len, value);
+      else store_run<false>(dx + off, len, value);
     }
   }
 
@@ -426,12 +432,14 @@ struct Kernel {
           const Coef k{r * gamma()[c], c2, c3, m};
           if (contiguous) {
             const int64_t at = (n * p.C + c) * p.HxW;
-            plane_write(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+            if (stream) plane_write<true>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+            else plane_write<false>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
           } else {
             write(n, c, 0, p.HxW, k);
           }
         }
       }
+      if (stream) stream_fence();
     });
   }
 
@@ -476,6 +484,7 @@ struct Kernel {
         const int64_t ng = n * p.G + c / p.D;
         write(n, c, h0, h1, coef(n, c, coef2[ng], coef3[ng]));
       }
+      if (stream) stream_fence();
     });
   }
 

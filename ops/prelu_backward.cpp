@@ -15,6 +15,7 @@
 //     channels); per-channel partials go to the workspace, combined in row-chunk order.
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 
 #include "aclnn_cpu/ops/prelu_backward_args.h"
 #include "aclnn_cpu/parallel.h"
@@ -104,6 +105,11 @@ Layout make_layout(const PreluBackwardArgs& a) {
     l.chunks_per_plane = std::max<int64_t>(1, (l.HxW + kPlaneChunk - 1) / kPlaneChunk);
   } else if (l.C > 0) {
     l.channels_per_block = std::max<int64_t>(1, kColumnBlock / std::max<int64_t>(1, l.HxW));
+    // Whole multiples of 16 positions per block keep block starts as aligned as the rows are
+    // (streaming stores need aligned vectors): round the channel count down to a multiple of
+    // 16 / gcd(HxW, 16) when the block stays within kColumnBlock positions.
+    const int64_t align = 16 / std::gcd<int64_t>(std::max<int64_t>(1, l.HxW), 16);
+    if (l.channels_per_block >= align) l.channels_per_block -= l.channels_per_block % align;
     l.blocks = (l.C + l.channels_per_block - 1) / l.channels_per_block;
     const int64_t wanted_chunks = std::max<int64_t>(1, (kColumnTasks + l.blocks - 1) / l.blocks);
     const int64_t row_chunks = std::min(std::max<int64_t>(l.N, 1), wanted_chunks);
@@ -157,7 +163,7 @@ inline void for_runs(const Layout& l, int64_t j0, int64_t j1, Run&& run) {
 
 // One run of a single channel with weight w: writes gradInput, adds the weight gradient
 // contributions to acc (vector part) / acc_scalar (strided part).
-template <class T>
+template <bool kStream, class T>
 inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64_t len, float w,
                         VecF& acc, float& acc_scalar) {
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
@@ -166,7 +172,7 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
     for (; i + kWidth <= len; i += kWidth) {
       const VecF xv = load(x + i), gv = load(go + i);
       const Mask positive = cmp_gt(xv, zero());
-      store(gi + i, select(positive, gv, gv * wv));
+      store_or_stream<kStream>(gi + i, select(positive, gv, gv * wv));
       acc = acc + select(positive, zero(), xv * gv);
     }
     if (i < len) {
@@ -188,7 +194,7 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
 
 // One run inside a column block: per-position weights and accumulators (index from the block
 // start).
-template <class T>
+template <bool kStream, class T>
 inline void column_run(const T* go, const T* x, T* gi, const int64_t* st, int64_t len,
                        const float* w, float* acc) {
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
@@ -196,7 +202,7 @@ inline void column_run(const T* go, const T* x, T* gi, const int64_t* st, int64_
     for (; i + kWidth <= len; i += kWidth) {
       const VecF xv = load(x + i), gv = load(go + i);
       const Mask positive = cmp_gt(xv, zero());
-      store(gi + i, select(positive, gv, gv * load(w + i)));
+      store_or_stream<kStream>(gi + i, select(positive, gv, gv * load(w + i)));
       store(acc + i, load(acc + i) + select(positive, zero(), xv * gv));
     }
     if (i < len) {
@@ -233,7 +239,7 @@ float weight_at(const TensorView& w, int64_t c) {
   return to_float(w.ptr<const T>()[flat_offset(w, w.numel() == 1 ? 0 : c)]);
 }
 
-template <class T>
+template <bool kStream, class T>
 void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
   const T* go0 = a.gradOutput.ptr<const T>();
   const T* x0 = a.self.ptr<const T>();
@@ -261,10 +267,11 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
         VecF acc = zero();
         float acc_scalar = 0.0f;
         for_runs(l, j0, j1, [&](int64_t, const int64_t* off, int64_t len) {
-          channel_run(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, acc, acc_scalar);
+          channel_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, acc, acc_scalar);
         });
         partials[t] = reduce_add(acc) + acc_scalar;
       }
+      if (kStream) stream_fence();
     });
   } else if (numel > 0) {
     parallel_for(l.C, kGrainElems, [&](int64_t begin, int64_t end) {
@@ -291,7 +298,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           std::fill(acc, acc + l.fold * l.W, 0.0f);
           for (int64_t n = n0; n < n1; n += l.fold) {
             const int64_t len = std::min(l.fold, n1 - n) * l.W;
-            column_run(go0 + n * l.W, x0 + n * l.W, gi0 + n * l.W, run_stride, len, wcol, acc);
+            column_run<kStream>(go0 + n * l.W, x0 + n * l.W, gi0 + n * l.W, run_stride, len, wcol, acc);
           }
           for (int64_t r = 1; r < l.fold; ++r)
             for (int64_t p = 0; p < l.W; ++p) acc[p] += acc[r * l.W + p];
@@ -301,7 +308,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
             const T* x = x0 + n * l.row_stride[kX];
             T* gi = gi0 + n * l.row_stride[kGi];
             for_runs(l, j0, j1, [&](int64_t j, const int64_t* off, int64_t len) {
-              column_run(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, wcol + (j - j0), acc + (j - j0));
+              column_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, wcol + (j - j0), acc + (j - j0));
             });
           }
         }
@@ -313,6 +320,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           partials[rc * l.C + c] = sum;
         }
       }
+      if (kStream) stream_fence();
     });
   }
 
@@ -344,10 +352,14 @@ uint64_t prelu_backward_workspace(const PreluBackwardArgs& args) {
 aclnnStatus prelu_backward(const PreluBackwardArgs& args, void* workspace) {
   const Layout l = make_layout(args);
   float* ws = static_cast<float*>(workspace);
+  // gradInput of an op that overflows the last-level cache goes out with streaming stores.
+  const bool stream = streams_worthwhile(uint64_t(l.N * l.W) * 3 * args.self.itemsize());
   switch (args.self.dtype) {
-    case DType::Float32: run_typed<float>(args, l, ws); return kSuccess;
-    case DType::Float16: run_typed<half_t>(args, l, ws); return kSuccess;
-    case DType::BFloat16: run_typed<bfloat16_t>(args, l, ws); return kSuccess;
+    case DType::Float32: stream ? run_typed<true, float>(args, l, ws) : run_typed<false, float>(args, l, ws); return kSuccess;
+    case DType::Float16: stream ? run_typed<true, half_t>(args, l, ws) : run_typed<false, half_t>(args, l, ws); return kSuccess;
+    case DType::BFloat16:
+      stream ? run_typed<true, bfloat16_t>(args, l, ws) : run_typed<false, bfloat16_t>(args, l, ws);
+      return kSuccess;
     default: return kInner;
   }
 }

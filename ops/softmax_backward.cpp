@@ -76,12 +76,13 @@ float dot_row(const T* g, const T* y, int64_t n) {
   return reduce_add((a0 + a1) + (a2 + a3));
 }
 
-template <class T, class O>
+template <bool kStream, class T, class O>
 void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
   const VecF s = set1(sum);
-  int64_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) store(out + i, load(y + i) * (load(g + i) - s));
-  if (i < n) store_partial(out + i, load_partial(y + i, n - i) * (load_partial(g + i, n - i) - s), n - i);
+  store_run<kStream>(out, n, [&](int64_t i, int64_t count) {
+    if (count == kWidth) return load(y + i) * (load(g + i) - s);
+    return load_partial(y + i, count) * (load_partial(g + i, count) - s);
+  });
 }
 
 template <class O>
@@ -124,7 +125,7 @@ void sum_spread_dispatch(float* buffer, int64_t rows, int64_t n, std::integer_se
   if (!done) sum_spread_any(buffer, rows, n);
 }
 
-template <class T, class O>
+template <bool kStream, class T, class O>
 void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   const int64_t rows_per_block = kShortBlock / n;
   const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
@@ -140,25 +141,26 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
       for (; i + kWidth <= m; i += kWidth) store(buffer + i, load(gb + i) * load(yb + i));
       if (i < m) store_partial(buffer + i, load_partial(gb + i, m - i) * load_partial(yb + i, m - i), m - i);
       sum_spread_dispatch(buffer, nr, n, std::make_integer_sequence<int, kShortRow - 1>{});
-      for (i = 0; i + kWidth <= m; i += kWidth) store(ob + i, load(yb + i) * (load(gb + i) - load(buffer + i)));
-      if (i < m) {
-        const int64_t rest = m - i;
-        store_partial(ob + i, load_partial(yb + i, rest) * (load_partial(gb + i, rest) - load_partial(buffer + i, rest)), rest);
-      }
+      store_run<kStream>(ob, m, [&](int64_t k, int64_t count) {
+        if (count == kWidth) return load(yb + k) * (load(gb + k) - load(buffer + k));
+        return load_partial(yb + k, count) * (load_partial(gb + k, count) - load_partial(buffer + k, count));
+      });
     }
+    if (kStream) stream_fence();
   });
 }
 
-template <class T, class O>
+template <bool kStream, class T, class O>
 void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials) {
   const int64_t n = l.size;
-  if (n < kShortRow) return short_rows(g, y, out, l.outer, n);
+  if (n < kShortRow) return short_rows<kStream>(g, y, out, l.outer, n);
   if (l.row_chunks == 1) {
     parallel_for(l.outer, std::max<int64_t>(1, kGrainElems / n), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const int64_t base = r * n;
-        write_row(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
+        write_row<kStream>(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
       }
+      if (kStream) stream_fence();
     });
     return;
   }
@@ -179,15 +181,16 @@ void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials)
       float sum = 0.0f;
       for (int64_t k = 0; k < chunks; ++k) sum += partials[r * chunks + k];
       const int64_t start = r * n + c * kRowChunk, len = std::min(kRowChunk, n - c * kRowChunk);
-      write_row(g + start, y + start, out + start, len, sum);
+      write_row<kStream>(g + start, y + start, out + start, len, sum);
     }
+    if (kStream) stream_fence();
   });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Column kernels (contiguous, dim not last): a [size x width] tile at stride `inner`.
 
-template <class T, class O>
+template <bool kStream, class T, class O>
 void column_tile(const T* g, const T* y, O* out, int64_t size, int64_t inner, int64_t width) {
   alignas(64) float acc[kMaxBlock];
   const int64_t full = width - width % kWidth;
@@ -203,16 +206,14 @@ void column_tile(const T* g, const T* y, O* out, int64_t size, int64_t inner, in
     const T* gd = g + d * inner;
     const T* yd = y + d * inner;
     O* od = out + d * inner;
-    int64_t j = 0;
-    for (; j < full; j += kWidth) store(od + j, load(yd + j) * (load(gd + j) - load(acc + j)));
-    if (j < width) {
-      const int64_t rest = width - j;
-      store_partial(od + j, load_partial(yd + j, rest) * (load_partial(gd + j, rest) - load_partial(acc + j, rest)), rest);
-    }
+    store_run<kStream>(od, width, [&](int64_t j, int64_t count) {
+      if (count == kWidth) return load(yd + j) * (load(gd + j) - load(acc + j));
+      return load_partial(yd + j, count) * (load_partial(gd + j, count) - load_partial(acc + j, count));
+    });
   }
 }
 
-template <class T, class O>
+template <bool kStream, class T, class O>
 void columns_path(const T* g, const T* y, O* out, const Layout& l) {
   // Block width (the sums do not depend on it): long contiguous runs per row keep the hardware
   // prefetchers streaming, the tile's inputs should stay in cache between the sum and the
@@ -230,8 +231,9 @@ void columns_path(const T* g, const T* y, O* out, const Layout& l) {
       const int64_t o = t / blocks, b = t % blocks;
       const int64_t j0 = b * width, w = std::min(width, l.inner - j0);
       const int64_t base = o * l.size * l.inner + j0;
-      column_tile(g + base, y + base, out + base, l.size, l.inner, w);
+      column_tile<kStream>(g + base, y + base, out + base, l.size, l.inner, w);
     }
+    if (kStream) stream_fence();
   });
 }
 
@@ -280,7 +282,7 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
       const T* y = y0 + oy;
       O* out = out0 + oo;
       if (unit) {
-        write_row(g, y, out, n, dot_row(g, y, n));
+        write_row<false>(g, y, out, n, dot_row(g, y, n));
       } else {
         float sum = 0.0f;
         for (int64_t d = 0; d < n; ++d) sum += to_float(g[d * dg]) * to_float(y[d * dy]);
@@ -307,8 +309,15 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   const T* g = a.gradOutput.ptr<const T>();
   const T* y = a.output.ptr<const T>();
   O* out = a.out.ptr<O>();
-  if (l.inner == 1) rows_path(g, y, out, l, partials);
-  else columns_path(g, y, out, l);
+  // Outputs of an op that overflows the last-level cache go out with streaming stores.
+  const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (2 * sizeof(T) + sizeof(O));
+  if (streams_worthwhile(bytes)) {
+    if (l.inner == 1) rows_path<true>(g, y, out, l, partials);
+    else columns_path<true>(g, y, out, l);
+  } else {
+    if (l.inner == 1) rows_path<false>(g, y, out, l, partials);
+    else columns_path<false>(g, y, out, l);
+  }
 }
 
 template <class T>

@@ -26,6 +26,9 @@
 // Usage: VecF v = load(p); store(q, v); tails with load_partial(p, n) / store_partial(q, v, n),
 // n in [0, kWidth): lanes >= n read as zero and memory past element n is never touched.
 #pragma once
+#include <unistd.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -204,12 +207,21 @@ inline VecI float_to_half_bits(VecF v) {
 
 // fp32 -> bf16 bits (zero-extended in 32-bit lanes): round to nearest even on the integer
 // bits; NaN -> quiet 0x7FC0 with the sign kept (ml_dtypes' result).
+// NaN lanes are first replaced by sign | 0x7FC00000, which the rounding then leaves alone (its
+// low half is zero), so the NaN fix costs a compare and one masked ternary-logic op on AVX-512
+// (the vector ALUs are the bottleneck of bf16 stores on CPUs that split 512-bit ops).
 inline VecI float_to_bf16_bits(VecF v) {
-  const VecU u = (VecU)v;
-  const VecU rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const VecI is_nan = (VecI)(u & 0x7fffffffu) > 0x7f800000;
-  const VecI nan = (VecI)(((u >> 16) & 0x8000u) | 0x7fc0u);
-  return select(is_nan, nan, (VecI)rounded);
+#if ACLNN_ISA_LEVEL == 2
+  const __mmask16 nan = _mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q);
+  // 0xEA: (u & B) | C with u = sign source, B = 0x80000000, C = 0x7FC00000
+  const VecU u = (VecU)_mm512_mask_ternarylogic_epi32((__m512i)v, nan, _mm512_set1_epi32(int(0x80000000u)),
+                                                       _mm512_set1_epi32(0x7fc00000), 0xEA);
+#else
+  const VecU raw = (VecU)v;
+  const VecI is_nan = (VecI)(raw & 0x7fffffffu) > 0x7f800000;
+  const VecU u = (VecU)select(is_nan, (VecI)((raw & 0x80000000u) | 0x7fc00000u), (VecI)raw);
+#endif
+  return (VecI)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,6 +413,150 @@ inline void store_partial(T* p, VecF v, int64_t n) {
   store(buffer, v);
   for (int i = 0; i < kWidth; ++i)
     if (i < n) p[i] = buffer[i];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Non-temporal ("streaming") stores, for outputs too big to stay in cache: they skip the
+// read-for-ownership a normal store does and do not evict the inputs. stream(p, v) needs p
+// aligned to kStreamAlign<T> bytes (one vector of T; use stream_head() to peel up to there),
+// and a task must call stream_fence() before its results may be read by another thread.
+// Whether to stream is the caller's choice: streams_worthwhile(bytes) says whether an op moving
+// that many bytes overflows the last-level cache. Values stored are the same either way.
+
+template <class T>
+constexpr std::size_t kStreamAlign = kWidth * sizeof(T) < 64 ? kWidth * sizeof(T) : 64;
+
+template <class T>
+inline bool stream_aligned(const T* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & (kStreamAlign<T> - 1)) == 0;
+}
+
+// Elements to store normally before p + head is stream-aligned (at most n); n if p cannot get
+// there (not even element-aligned).
+template <class T>
+inline int64_t stream_head(const T* p, int64_t n) {
+  const std::uintptr_t misalign = reinterpret_cast<std::uintptr_t>(p) & (kStreamAlign<T> - 1);
+  if (misalign == 0) return 0;
+  if (misalign % sizeof(T) != 0) return n;
+  const int64_t head = int64_t((kStreamAlign<T> - misalign) / sizeof(T));
+  return head < n ? head : n;
+}
+
+template <class T>
+void stream(T* p, VecF v);
+
+template <>
+inline void stream<float>(float* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm512_stream_ps(p, (__m512)v);
+#elif ACLNN_ISA_LEVEL == 1
+  _mm256_stream_ps(p, (__m256)v);
+#elif ACLNN_SIMD_X86
+  _mm_stream_ps(p, (__m128)v);
+#else
+  store(p, v);
+#endif
+}
+
+namespace detail {
+// Streams kWidth 16-bit values held in the low halves of 32-bit lanes (values <= 0xFFFF).
+inline void stream_u16(uint16_t* p, VecI v) {
+#if ACLNN_ISA_LEVEL == 2
+  __m256i packed = _mm512_cvtepi32_epi16((__m512i)v);
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p), packed);
+#elif ACLNN_ISA_LEVEL == 1
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32((__m256i)v, (__m256i)v), 0x08);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+#elif ACLNN_SIMD_X86
+  const __m128i extended = _mm_srai_epi32(_mm_slli_epi32((__m128i)v, 16), 16);
+  const __m128i packed = _mm_packs_epi32(extended, extended);
+  _mm_stream_si64(reinterpret_cast<long long*>(p), _mm_cvtsi128_si64(packed));
+#else
+  store_u16(p, v);
+#endif
+}
+}  // namespace detail
+
+template <>
+inline void stream<bfloat16_t>(bfloat16_t* p, VecF v) {
+  detail::stream_u16(reinterpret_cast<uint16_t*>(p), float_to_bf16_bits(v));
+}
+
+template <>
+inline void stream<half_t>(half_t* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm256_stream_si256(reinterpret_cast<__m256i*>(p),
+                      _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#elif ACLNN_ISA_LEVEL == 1
+  _mm_stream_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
+#else
+  detail::stream_u16(reinterpret_cast<uint16_t*>(p), float_to_half_bits(v));
+#endif
+}
+
+template <>
+inline void stream<double>(double* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  _mm512_stream_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)));
+  _mm512_stream_pd(p + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))));
+#elif ACLNN_ISA_LEVEL == 1
+  _mm256_stream_pd(p, _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)));
+  _mm256_stream_pd(p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1)));
+#elif ACLNN_SIMD_X86
+  _mm_stream_pd(p, _mm_cvtps_pd((__m128)v));
+  _mm_stream_pd(p + 2, _mm_cvtps_pd(_mm_movehl_ps((__m128)v, (__m128)v)));
+#else
+  store(p, v);
+#endif
+}
+
+inline void stream_fence() {
+#if ACLNN_SIMD_X86
+  _mm_sfence();
+#endif
+}
+
+// Stores a run of n elementwise results: value(i, count) returns lanes [i, i + count), where
+// count is kWidth except for a partial head or tail (load its inputs with load_partial then).
+// With kStream the aligned middle of the run goes through streaming stores; the values stored
+// are the same either way.
+template <bool kStream, class T, class Value>
+inline void store_run(T* out, int64_t n, Value&& value) {
+  int64_t i = 0;
+  if constexpr (kStream) {
+    const int64_t head = stream_head(out, n);
+    if (head < n && n - head >= kWidth) {
+      if (head > 0) store_partial(out, value(int64_t(0), head), head);
+      for (i = head; i + kWidth <= n; i += kWidth) stream(out + i, value(i, int64_t(kWidth)));
+    }
+  }
+  for (; i + kWidth <= n; i += kWidth) store(out + i, value(i, int64_t(kWidth)));
+  if (i < n) store_partial(out + i, value(i, n - i), n - i);
+}
+
+// One full vector at p: streamed when kStream and p is stream-aligned, else a normal store. For
+// loops whose lane grouping must not depend on addresses (a fused reduction), where store_run's
+// peeling would shift the lanes.
+template <bool kStream, class T>
+inline void store_or_stream(T* p, VecF v) {
+  if (kStream && stream_aligned(p)) stream(p, v);
+  else store(p, v);
+}
+
+// True when an op moving `bytes` (inputs read plus outputs written) is well beyond the
+// last-level cache (twice its size), so streaming its outputs saves memory traffic; near the
+// cache size normal stores win. The cache size comes from the C library when it knows it
+// (32 MiB otherwise).
+inline bool streams_worthwhile(uint64_t bytes) {
+  static const uint64_t last_level = [] {
+    long size = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (size <= 0) size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return size > 0 ? uint64_t(size) : uint64_t(32) << 20;
+  }();
+  return bytes > 2 * last_level;
 }
 
 // ---------------------------------------------------------------------------------------------
