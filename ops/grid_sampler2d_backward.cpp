@@ -71,8 +71,9 @@ int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
 // float64 kernel puts them.
 
 constexpr int kLanes = 8;
-// The vector helpers take and return vectors wider than the baseline's registers; forcing them
-// inline keeps such values out of any calling convention, so GCC's -Wpsabi note is moot here.
+// The vector helpers return vectors wider than the baseline's registers (and take them by
+// reference); forcing them inline keeps such values out of any calling convention, so GCC's
+// -Wpsabi warning about those returns is moot here.
 #define ACLNN_GS_INLINE inline __attribute__((always_inline))
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef double D8 __attribute__((vector_size(64)));
@@ -81,25 +82,25 @@ typedef int32_t I8 __attribute__((vector_size(32)));
 typedef float F8 __attribute__((vector_size(32)));
 
 ACLNN_GS_INLINE D8 splat(double x) { return D8{} + x; }
-ACLNN_GS_INLINE D8 vabs(D8 v) { return (D8)((M8)v & INT64_MAX); }
-ACLNN_GS_INLINE D8 vsel(M8 m, D8 a, D8 b) { return m ? a : b; }
-ACLNN_GS_INLINE I8 vsel(M8 m, I8 a, I8 b) { return __builtin_convertvector(m, I8) ? a : b; }
+ACLNN_GS_INLINE D8 vabs(const D8& v) { return (D8)((M8)v & INT64_MAX); }
+ACLNN_GS_INLINE D8 vsel(const M8& m, const D8& a, const D8& b) { return m ? a : b; }
+ACLNN_GS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __builtin_convertvector(m, I8) ? a : b; }
 
 // x rounded to an integer in the FPU's mode (nearest even): adding and removing 2^52 drops the
 // fraction of |x| < 2^52; larger magnitudes, inf and NaN are integral (or NaN) already.
-ACLNN_GS_INLINE D8 vround_even(D8 x) {
+ACLNN_GS_INLINE D8 vround_even(const D8& x) {
   const D8 big = splat(4503599627370496.0);
   const D8 m = vabs(x);
   const D8 r = (D8)(((M8)((m + big) - big)) | ((M8)x & INT64_MIN));  // keeps the sign of zero
   return vsel(m < big, r, x);
 }
-ACLNN_GS_INLINE D8 vfloor(D8 x) {
+ACLNN_GS_INLINE D8 vfloor(const D8& x) {
   const D8 r = vround_even(x);
   return vsel(r > x, r - 1.0, r);
 }
-ACLNN_GS_INLINE F8 to_f8(D8 v) { return __builtin_convertvector(v, F8); }
+ACLNN_GS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8); }
 // Lanes must hold integers in int32 range (callers select a safe value first).
-ACLNN_GS_INLINE I8 to_i8(D8 v) { return __builtin_convertvector(v, I8); }
+ACLNN_GS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
 
 ACLNN_GS_INLINE D8 load8(const double* p) {
   D8 v;
@@ -107,7 +108,7 @@ ACLNN_GS_INLINE D8 load8(const double* p) {
   return v;
 }
 template <class V, class E>
-ACLNN_GS_INLINE void store_n(E* dst, V v, int count) {
+ACLNN_GS_INLINE void store_n(E* dst, const V& v, int count) {
   if (count == kLanes) {
     std::memcpy(dst, &v, sizeof v);
   } else {
@@ -145,17 +146,17 @@ Axis make_axis(int64_t size, bool align) {
 }
 
 template <bool Align>
-ACLNN_GS_INLINE D8 unnormalize(D8 g, const Axis& a) {
+ACLNN_GS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
   return Align ? (g + 1.0) * a.scale : (g + 1.0) * a.scale - 0.5;
 }
 
 // Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
-ACLNN_GS_INLINE D8 clip(D8 x, const Axis& a) { return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{}); }
+ACLNN_GS_INLINE D8 clip(const D8& x, const Axis& a) { return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{}); }
 
 // Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
 // given, receives whether the result moves against x (the gradient multiplier is then -1).
 template <bool Align>
-ACLNN_GS_INLINE D8 reflect(D8 x, const Axis& a, M8* against = nullptr) {
+ACLNN_GS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
   if (Align && a.empty) {
     if (against) *against = M8{};
     return D8{};
@@ -173,7 +174,7 @@ ACLNN_GS_INLINE D8 reflect(D8 x, const Axis& a, M8* against = nullptr) {
 
 // Source coordinate as PyTorch's forward pass (and the nearest/bicubic backward) computes it.
 template <int Pad, bool Align>
-ACLNN_GS_INLINE D8 map_coordinate(D8 x, const Axis& a) {
+ACLNN_GS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
   if (Pad == kBorder) return clip(x, a);
   if (Pad == kReflection) return clip(reflect<Align>(x, a), a);
   return x;
@@ -181,7 +182,7 @@ ACLNN_GS_INLINE D8 map_coordinate(D8 x, const Axis& a) {
 
 // Bilinear source coordinate and its gradient multiplier d(coordinate)/d(grid value).
 template <int Pad, bool Align>
-ACLNN_GS_INLINE D8 bilinear_coordinate(D8 g, const Axis& a, D8* mult) {
+ACLNN_GS_INLINE D8 bilinear_coordinate(const D8& g, const Axis& a, D8* mult) {
   D8 x = unnormalize<Align>(g, a);
   if (Pad == kZeros) {
     *mult = splat(a.scale);
@@ -222,7 +223,7 @@ struct Records {
 
 // Cubic convolution weights of the 4 taps at distance t in [0, 1) (A = -0.75) and their
 // derivatives, as PyTorch's get_cubic_coefficients(_grad) write them.
-ACLNN_GS_INLINE void cubic_weights(D8 t, D8 w[4]) {
+ACLNN_GS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
   const double A = kCubicA;
   D8 x = t + 1.0;
   w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
@@ -234,7 +235,7 @@ ACLNN_GS_INLINE void cubic_weights(D8 t, D8 w[4]) {
   w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
 }
 
-ACLNN_GS_INLINE void cubic_weight_slopes(D8 t, D8 g[4]) {
+ACLNN_GS_INLINE void cubic_weight_slopes(const D8& t, D8 g[4]) {
   const double A = kCubicA;
   D8 x = -1.0 - t;
   g[0] = (-3 * A * x - 10 * A) * x - 8 * A;
@@ -553,10 +554,11 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 }
 
 // Writes channels [0, cvalid) of pixels [p0, p0 + len): the sum over `parts` channel-last
-// buffers (each part_stride floats apart, added in part order), rounded to T.
+// buffers (each part_stride floats apart, added in part order), rounded to T. `clear` (one
+// part only) zeroes the rows once read, every lane, so the buffer is ready for its next use.
 template <class T, int Cb>
-void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
-                    const Plane& pl, int64_t p0, int64_t len) {
+void store_channels(float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
+                    const Plane& pl, int64_t p0, int64_t len, bool clear) {
   alignas(64) float buffer[Cb][kTile];
   float* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
@@ -573,6 +575,7 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
       }
     }
     lanes_to_rows<Cb>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
+    if (clear) std::memset(src + (p0 + q0) * Cb, 0, size_t(n * Cb) * sizeof(float));  // still in L1
     for (int c = 0; c < cvalid; ++c) {
       T* dst = base + c * schan;
       if (rows[c] != buffer[c]) continue;  // already written
@@ -1039,11 +1042,12 @@ class Runner {
   }
 
   // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
-  void store_input_grad(int64_t n, int64_t b, const float* src, int64_t parts, int64_t p0, int64_t len) const {
+  void store_input_grad(int64_t n, int64_t b, float* src, int64_t parts, int64_t p0, int64_t len, bool clear) const {
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len);
+    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
+                          clear);
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
@@ -1061,9 +1065,11 @@ class Runner {
     }
   }
 
-  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
+  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot. A slot's
+  // inputGrad buffer is zeroed on its first use; the write-back leaves it zeroed for the next.
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
+    bool clean[kMaxSlots] = {};
     run_tasks(nc * p_.nblocks, p_.slots, g_.P * Cb, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks;
       float* mem = slot_mem(slot);
@@ -1077,10 +1083,11 @@ class Runner {
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
-        std::memset(ig, 0, size_t(p_.buf_floats) * sizeof(float));
+        if (!clean[slot]) std::memset(ig, 0, size_t(p_.buf_floats) * sizeof(float));
+        clean[slot] = true;
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
-      if (p_.need_ig) store_input_grad(n0 + nl, b, ig, 1, 0, g_.HW);
+      if (p_.need_ig) store_input_grad(n0 + nl, b, ig, 1, 0, g_.HW, true);
     });
   }
 
@@ -1112,7 +1119,7 @@ class Runner {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t grp = t / pieces, piece = t % pieces;
         const int64_t q0 = piece * 4096, len = std::min<int64_t>(4096, g_.HW - q0);
-        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len);
+        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len, false);
       }
     });
   }
