@@ -351,3 +351,21 @@ def test_bfloat16_only_on_atlas_a2(product):
     product("atlas_a2")
     ac.prelu_backward(go, x, w, out=(gi, gw))
     check(go, x, w, gi, gw)
+
+
+def test_large_output_streaming_path(threads):
+    # > 2x a 32 MiB last-level cache: gradInput goes out with streaming stores (same values).
+    rng = np.random.default_rng(9)
+    shape = (16, 64, 128, 128)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    go = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal(64, dtype=np.float32)
+    threads(2)
+    gi, gw = ac.prelu_backward(go, x, w)
+    # gradInput is one correctly rounded product: NumPy's float32 gives the same bits
+    np.testing.assert_array_equal(gi, np.where(x > 0, go, w.reshape(1, -1, 1, 1) * go))
+    threads(1)
+    gi1, gw1 = ac.prelu_backward(go, x, w)
+    assert gi1.tobytes() == gi.tobytes() and gw1.tobytes() == gw.tobytes()
+    _, ref_gw, sum_error = reference(go, x, w)
+    assert_within(gw, ref_gw, UNIT_ROUNDOFF[np.dtype(np.float32)] * np.abs(ref_gw) + sum_error, "large gradWeight")
