@@ -25,6 +25,9 @@
 //
 // Usage: VecF v = load(p); store(q, v); tails with load_partial(p, n) / store_partial(q, v, n),
 // n in [0, kWidth): lanes >= n read as zero and memory past element n is never touched.
+// store_run<kStream>(out, n, value) writes a whole elementwise run (head, body, tail), with
+// streaming stores when kStream (see streams_worthwhile); stream_fence() ends a task that
+// streamed. T is float, half_t or bfloat16_t everywhere; double for stores (and loads).
 #pragma once
 #include <unistd.h>
 
@@ -322,7 +325,7 @@ template <>
 inline void store<double>(double* p, VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   _mm512_storeu_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)));
-  _mm512_storeu_pd(p + 8, _mm512_cvtps_pd(_mm512_extractf32x8_ps((__m512)v, 1)));
+  _mm512_storeu_pd(p + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))));
 #elif ACLNN_ISA_LEVEL == 1
   _mm256_storeu_pd(p, _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)));
   _mm256_storeu_pd(p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1)));
