@@ -679,18 +679,25 @@ void tile_bilinear(const TileArgs& t) {
   const int64_t len = t.len;
   for (int64_t q = 0; q < len; ++q) {
     if (q + kPrefetch < len) {
+      // The rows of the next positions' corners: nw/ne and sw/se are adjacent rows, a line
+      // apart at 16 lanes, usually in one line below that.
       const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb, p2 = int64_t(k2[q + kPrefetch]) * Cb;
+      constexpr bool kTwoLines = Cb >= 16;
       if (NeedIg) {
         __builtin_prefetch(ig + p0, 1);
-        __builtin_prefetch(ig + p0 + Cb, 1);
         __builtin_prefetch(ig + p2, 1);
-        __builtin_prefetch(ig + p2 + Cb, 1);
+        if (kTwoLines) {
+          __builtin_prefetch(ig + p0 + Cb, 1);
+          __builtin_prefetch(ig + p2 + Cb, 1);
+        }
       }
       if (NeedGx) {
         __builtin_prefetch(in + p0);
-        __builtin_prefetch(in + p0 + Cb);
         __builtin_prefetch(in + p2);
-        __builtin_prefetch(in + p2 + Cb);
+        if (kTwoLines) {
+          __builtin_prefetch(in + p0 + Cb);
+          __builtin_prefetch(in + p2 + Cb);
+        }
       }
     }
     V g;
@@ -1012,16 +1019,26 @@ class Runner {
   void compute_chunk_records(int64_t n0, int64_t nc) {
     const T* grid = tensor_ptr<T>(a_.grid);
     const int64_t sn = a_.grid.strides[0], sk = a_.grid.strides[3];
+    const bool contiguous = grid_plane_.flat && grid_plane_.scol == 2 && sk == 1;
     parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
       alignas(64) double gx[kTile], gy[kTile];
+      alignas(64) float pairs[2 * kTile];
       for (int64_t i = begin; i < end;) {
         const int64_t n = i / g_.P, p = i % g_.P;
         const int64_t len = std::min({kTile, end - i, g_.P - p});
         const T* base = grid + (n0 + n) * sn;
-        for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
-          gx[q] = double(to_float(base[off]));
-          gy[q] = double(to_float(base[off + sk]));
-        });
+        if (contiguous) {  // (x, y) pairs side by side
+          simd::convert_to_float(base + 2 * p, pairs, 2 * len);
+          for (int64_t q = 0; q < len; ++q) {
+            gx[q] = double(pairs[2 * q]);
+            gy[q] = double(pairs[2 * q + 1]);
+          }
+        } else {
+          for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
+            gx[q] = double(to_float(base[off]));
+            gy[q] = double(to_float(base[off + sk]));
+          });
+        }
         for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
         record_fn_(g_, gx, gy, i, len, rec_);
         i += len;
@@ -1128,25 +1145,39 @@ class Runner {
   void write_grid_grad(int64_t n0, int64_t nc) {
     T* gg = static_cast<T*>(a_.gridGrad.data);
     const int64_t sn = a_.gridGrad.strides[0], sk = a_.gridGrad.strides[3];
+    const bool contiguous = gg_plane_.flat && gg_plane_.scol == 2 && sk == 1;
     const float scale_x = float(g_.ax.scale), scale_y = float(g_.ay.scale);
+    const int64_t block_stride = g_.P * 2;
     parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
+      alignas(64) float out[2 * kTile];
       for (int64_t i = begin; i < end;) {
         const int64_t nl = i / g_.P, p = i % g_.P;
-        const int64_t len = std::min(end - i, g_.P - p);
-        const float* part0 = partials_ + nl * p_.nblocks * g_.P * 2;
-        T* base = gg + (n0 + nl) * sn;
-        for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
-          const float* pp = part0 + 2 * (p + q);
-          float sx = pp[0], sy = pp[1];
-          for (int64_t b = 1; b < p_.nblocks; ++b) {
-            sx += pp[b * g_.P * 2];
-            sy += pp[b * g_.P * 2 + 1];
+        const int64_t len = std::min({kTile, end - i, g_.P - p});
+        const float* part = partials_ + nl * p_.nblocks * block_stride + 2 * p;
+        for (int64_t k = 0; k < 2 * len; ++k) out[k] = part[k];
+        for (int64_t b = 1; b < p_.nblocks; ++b)
+          for (int64_t k = 0; k < 2 * len; ++k) out[k] += part[b * block_stride + k];
+        if (p_.interp == kBilinear) {
+          const float *mx = rec_.mult[0] + i, *my = rec_.mult[1] + i;
+          for (int64_t q = 0; q < len; ++q) {
+            out[2 * q] *= mx[q];
+            out[2 * q + 1] *= my[q];
           }
-          const float mx = p_.interp == kBilinear ? rec_.mult[0][i + q] : scale_x;
-          const float my = p_.interp == kBilinear ? rec_.mult[1][i + q] : scale_y;
-          base[off] = from_float<T>(sx * mx);
-          base[off + sk] = from_float<T>(sy * my);
-        });
+        } else {
+          for (int64_t q = 0; q < len; ++q) {
+            out[2 * q] *= scale_x;
+            out[2 * q + 1] *= scale_y;
+          }
+        }
+        T* base = gg + (n0 + nl) * sn;
+        if (contiguous) {
+          simd::convert_from_float(out, base + 2 * p, 2 * len);
+        } else {
+          for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
+            base[off] = from_float<T>(out[2 * q]);
+            base[off + sk] = from_float<T>(out[2 * q + 1]);
+          });
+        }
         i += len;
       }
     });
