@@ -387,33 +387,6 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
   d = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 
-// Two 4 x 4 transposes at once in 256-bit vectors (levels with AVX): the unpack/shuffle
-// instructions work within each 128-bit half, so rows of 8 positions give, per half, the
-// channel vectors of positions q..q+3 (low) and q+4..q+7 (high).
-typedef float F8h __attribute__((vector_size(32)));
-constexpr bool kPairedTranspose = ACLNN_ISA_LEVEL >= 1;
-
-inline F8h load8h(const float* p) {
-  F8h v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline void store8h(float* p, const F8h& v) { std::memcpy(p, &v, sizeof v); }
-inline F4 low4(const F8h& v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3); }
-inline F4 high4(const F8h& v) { return __builtin_shufflevector(v, v, 4, 5, 6, 7); }
-inline F8h join4(const F4& lo, const F4& hi) { return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7); }
-
-inline void transpose4x2(F8h& a, F8h& b, F8h& c, F8h& d) {
-  const F8h t0 = __builtin_shufflevector(a, b, 0, 8, 1, 9, 4, 12, 5, 13);
-  const F8h t1 = __builtin_shufflevector(a, b, 2, 10, 3, 11, 6, 14, 7, 15);
-  const F8h t2 = __builtin_shufflevector(c, d, 0, 8, 1, 9, 4, 12, 5, 13);
-  const F8h t3 = __builtin_shufflevector(c, d, 2, 10, 3, 11, 6, 14, 7, 15);
-  a = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
-  b = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
-  c = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
-  d = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
-}
-
 alignas(64) constexpr float kZeroRow[kTile] = {};
 
 // dst[q * Cb + c] = rows[c][q] for q in [0, len), len <= kTile.
@@ -421,23 +394,10 @@ alignas(64) constexpr float kZeroRow[kTile] = {};
 // planes - then share one L1 set and thrash it.)
 template <int Cb>
 void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
-  const int64_t len4 = len & ~int64_t(3), len8 = kPairedTranspose ? len & ~int64_t(7) : 0;
+  const int64_t len4 = len & ~int64_t(3);
   for (int c = 0; c < Cb; c += 4) {
     const float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
-    for (int64_t q = 0; q < len8; q += 8) {
-      F8h a = load8h(r0 + q), b = load8h(r1 + q), x = load8h(r2 + q), y = load8h(r3 + q);
-      transpose4x2(a, b, x, y);
-      float* out = dst + q * Cb + c;
-      store4(out, low4(a));
-      store4(out + Cb, low4(b));
-      store4(out + 2 * Cb, low4(x));
-      store4(out + 3 * Cb, low4(y));
-      store4(out + 4 * Cb, high4(a));
-      store4(out + 5 * Cb, high4(b));
-      store4(out + 6 * Cb, high4(x));
-      store4(out + 7 * Cb, high4(y));
-    }
-    for (int64_t q = len8; q < len4; q += 4) {
+    for (int64_t q = 0; q < len4; q += 4) {
       F4 a = load4(r0 + q), b = load4(r1 + q), x = load4(r2 + q), y = load4(r3 + q);
       transpose4(a, b, x, y);
       store4(dst + q * Cb + c, a);
@@ -458,27 +418,10 @@ void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
 // for q in [0, len). rows are given for whole groups of 4 channels, then nulls.
 template <int Cb>
 void lanes_to_rows(const float* src, int64_t parts, int64_t part_stride, int64_t len, float* const* rows) {
-  const int64_t len4 = len & ~int64_t(3), len8 = kPairedTranspose ? len & ~int64_t(7) : 0;
+  const int64_t len4 = len & ~int64_t(3);
   for (int c = 0; c < Cb && rows[c]; c += 4) {
     float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
-    for (int64_t q = 0; q < len8; q += 8) {
-      const float* s = src + q * Cb + c;
-      F8h a = join4(load4(s), load4(s + 4 * Cb)), b = join4(load4(s + Cb), load4(s + 5 * Cb));
-      F8h x = join4(load4(s + 2 * Cb), load4(s + 6 * Cb)), y = join4(load4(s + 3 * Cb), load4(s + 7 * Cb));
-      for (int64_t k = 1; k < parts; ++k) {
-        const float* m = s + k * part_stride;
-        a += join4(load4(m), load4(m + 4 * Cb));
-        b += join4(load4(m + Cb), load4(m + 5 * Cb));
-        x += join4(load4(m + 2 * Cb), load4(m + 6 * Cb));
-        y += join4(load4(m + 3 * Cb), load4(m + 7 * Cb));
-      }
-      transpose4x2(a, b, x, y);
-      store8h(r0 + q, a);
-      store8h(r1 + q, b);
-      store8h(r2 + q, x);
-      store8h(r3 + q, y);
-    }
-    for (int64_t q = len8; q < len4; q += 4) {
+    for (int64_t q = 0; q < len4; q += 4) {
       const float* s = src + q * Cb + c;
       F4 a = load4(s), b = load4(s + Cb), x = load4(s + 2 * Cb), y = load4(s + 3 * Cb);
       for (int64_t k = 1; k < parts; ++k) {
@@ -554,11 +497,10 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 }
 
 // Writes channels [0, cvalid) of pixels [p0, p0 + len): the sum over `parts` channel-last
-// buffers (each part_stride floats apart, added in part order), rounded to T. `clear` (one
-// part only) zeroes the rows once read, every lane, so the buffer is ready for its next use.
+// buffers (each part_stride floats apart, added in part order), rounded to T.
 template <class T, int Cb>
-void store_channels(float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
-                    const Plane& pl, int64_t p0, int64_t len, bool clear) {
+void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
+                    const Plane& pl, int64_t p0, int64_t len) {
   alignas(64) float buffer[Cb][kTile];
   float* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
@@ -575,7 +517,6 @@ void store_channels(float* src, int64_t parts, int64_t part_stride, int cvalid, 
       }
     }
     lanes_to_rows<Cb>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
-    if (clear) std::memset(src + (p0 + q0) * Cb, 0, size_t(n * Cb) * sizeof(float));  // still in L1
     for (int c = 0; c < cvalid; ++c) {
       T* dst = base + c * schan;
       if (rows[c] != buffer[c]) continue;  // already written
@@ -1059,12 +1000,11 @@ class Runner {
   }
 
   // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
-  void store_input_grad(int64_t n, int64_t b, float* src, int64_t parts, int64_t p0, int64_t len, bool clear) const {
+  void store_input_grad(int64_t n, int64_t b, const float* src, int64_t parts, int64_t p0, int64_t len) const {
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
-                          clear);
+    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len);
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
@@ -1082,11 +1022,9 @@ class Runner {
     }
   }
 
-  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot. A slot's
-  // inputGrad buffer is zeroed on its first use; the write-back leaves it zeroed for the next.
+  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
-    bool clean[kMaxSlots] = {};
     run_tasks(nc * p_.nblocks, p_.slots, g_.P * Cb, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks;
       float* mem = slot_mem(slot);
@@ -1100,11 +1038,10 @@ class Runner {
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
-        if (!clean[slot]) std::memset(ig, 0, size_t(p_.buf_floats) * sizeof(float));
-        clean[slot] = true;
+        std::memset(ig, 0, size_t(p_.buf_floats) * sizeof(float));
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
-      if (p_.need_ig) store_input_grad(n0 + nl, b, ig, 1, 0, g_.HW, true);
+      if (p_.need_ig) store_input_grad(n0 + nl, b, ig, 1, 0, g_.HW);
     });
   }
 
@@ -1136,7 +1073,7 @@ class Runner {
       for (int64_t t = begin; t < end; ++t) {
         const int64_t grp = t / pieces, piece = t % pieces;
         const int64_t q0 = piece * 4096, len = std::min<int64_t>(4096, g_.HW - q0);
-        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len, false);
+        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len);
       }
     });
   }
