@@ -114,8 +114,30 @@ class CoreLibrary:
         for src in sorted((ROOT / "ops").glob("*.cpp")):
             for name, value, flags in self.levels:
                 obj = self.build_temp / "core" / "ops" / name / (src.stem + ".o")
-                jobs.append((src, obj, flags + [f"-DACLNN_ISA_LEVEL={value}"]))
+                # -ffp-contract=off: GCC would fuse a*b+c into FMA on the AVX levels even in ISO
+                # mode; kernels decide where rounding happens, not the compiler.
+                jobs.append((src, obj, flags + ["-ffp-contract=off", f"-DACLNN_ISA_LEVEL={value}"]))
         return jobs
+
+    @staticmethod
+    def check_isa_isolation(objects: list[Path]) -> None:
+        """Fails when an ops object compiled for AVX2/AVX-512 defines a weak symbol outside its
+        isa_* namespace: the linker could pick that copy for baseline code (an inline function of
+        a shared header, say) and crash CPUs without the instructions."""
+        nm = shutil.which("nm")
+        if nm is None:
+            return
+        for obj in objects:
+            if obj.parent.name not in ("avx2", "avx512"):
+                continue
+            listing = subprocess.run([nm, "-C", "--defined-only", str(obj)], check=True,
+                                     capture_output=True, text=True).stdout
+            leaks = [line for line in listing.splitlines()
+                     if len(line.split()) >= 3 and line.split()[1] in ("W", "V", "u")
+                     and "isa_avx" not in line and "__gxx_personality" not in line]
+            if leaks:
+                raise RuntimeError(f"{obj} defines shared weak symbols outside its ISA namespace "
+                                   f"(put them in ACLNN_ISA_NS or make them static):\n" + "\n".join(leaks[:10]))
 
     def compile_one(self, job: tuple[Path, Path, list[str]]) -> Path:
         src, obj, flags = job
@@ -135,6 +157,7 @@ class CoreLibrary:
         workers = max(1, os.cpu_count() or 1)
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             objects = list(pool.map(self.compile_one, jobs))
+        self.check_isa_isolation(objects)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         target = self.out_dir / f"lib{LIB_NAME}.so"
         cmd = (cxx_command() + ["-shared", "-o", str(target)] + [str(o) for o in objects]
