@@ -550,12 +550,46 @@ template <int Cb>
 inline void vstore(float* p, const typename Lanes<Cb>::V& v) {
   std::memcpy(p, &v, sizeof v);
 }
+// a * b + c, fused (one rounding) where the level has FMA. The build disables the compiler's
+// own contraction, so fusing is decided here: per lane and per level, never per thread count.
+template <int Cb>
+ACLNN_GS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b,
+                                             const typename Lanes<Cb>::V& c) {
+#if ACLNN_ISA_LEVEL >= 1
+  using V = typename Lanes<Cb>::V;
+  if constexpr (Cb == 4) {
+    return (V)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+  } else if constexpr (Cb == 8) {
+    return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+  } else {
+#if ACLNN_ISA_LEVEL >= 2
+    return (V)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    typedef float H __attribute__((vector_size(32)));
+    const H lo = (H)_mm256_fmadd_ps((__m256)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7),
+                                    (__m256)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7),
+                                    (__m256)__builtin_shufflevector(c, c, 0, 1, 2, 3, 4, 5, 6, 7));
+    const H hi = (H)_mm256_fmadd_ps((__m256)__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15),
+                                    (__m256)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15),
+                                    (__m256)__builtin_shufflevector(c, c, 8, 9, 10, 11, 12, 13, 14, 15));
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#endif
+  }
+#else
+  return a * b + c;
+#endif
+}
+template <int Cb>
+ACLNN_GS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, float b, const typename Lanes<Cb>::V& c) {
+  return fmadd<Cb>(a, typename Lanes<Cb>::V{} + b, c);
+}
+
 // dst[0:Cb] += v * w, with the read and the write in program order (rows may alias).
 template <int Cb>
 inline void vaccumulate(float* dst, const typename Lanes<Cb>::V& v, float w) {
   typename Lanes<Cb>::V acc;
   vload<Cb>(acc, dst);
-  acc += v * w;
+  acc = fmadd<Cb>(v, w, acc);
   vstore<Cb>(dst, acc);
 }
 // Lane sums of two vectors at once, each in a fixed pairwise tree (lane i += lane i + w for
@@ -659,8 +693,8 @@ void tile_bilinear(const TileArgs& t) {
       vload<Cb>(ne, in + c1);
       vload<Cb>(sw, in + c2);
       vload<Cb>(se, in + c3);
-      const V dx = ((ne - nw) * s + (se - sw) * n) * g;
-      const V dy = ((sw - nw) * e + (se - ne) * w) * g;
+      const V dx = fmadd<Cb>(se - sw, n, (ne - nw) * s) * g;
+      const V dy = fmadd<Cb>(se - ne, w, (sw - nw) * e) * g;
       pair_sum<Cb>(dx, dy, part + 2 * q);
     }
   }
@@ -723,13 +757,13 @@ void tile_bicubic(const TileArgs& t) {
         if (NeedGx) {
           V v;
           vload<Cb>(v, in + off);
-          ax += v * ncxg[k];
-          ay += v * cx[k];
+          ax = fmadd<Cb>(v, ncxg[k], ax);
+          ay = fmadd<Cb>(v, cx[k], ay);
         }
       }
       if (NeedGx) {
-        dx += ax * cy[j];
-        dy += ay * ncyg[j];
+        dx = fmadd<Cb>(ax, cy[j], dx);
+        dy = fmadd<Cb>(ay, ncyg[j], dy);
       }
     }
     if (NeedGx) {
