@@ -58,6 +58,7 @@ constexpr int64_t kTargetTasks = 8;             // below this many channel block
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 constexpr int64_t kTaskGrainWork = 1 << 16;     // lane-positions worth a thread in phase 2
+constexpr int64_t kStreamBytes = 8 << 20;       // inputGrad at least this big bypasses the caches
 constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 constexpr double kCubicA = -0.75;
 
@@ -376,6 +377,18 @@ inline F4 load4(const float* p) {
   return v;
 }
 inline void store4(float* p, const F4& v) { std::memcpy(p, &v, sizeof v); }
+inline void stream4(float* p, const F4& v) {  // p 16-byte aligned
+#if ACLNN_SIMD_X86
+  _mm_stream_ps(p, (__m128)v);
+#else
+  store4(p, v);
+#endif
+}
+inline void stream_fence() {
+#if ACLNN_SIMD_X86
+  _mm_sfence();
+#endif
+}
 
 // In place: rows a, b, c, d (4 elements each) become columns.
 inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
@@ -414,37 +427,65 @@ void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
   }
 }
 
-// rows[c][q] = sum over k < parts of src[k * part_stride + q * Cb + c] (added in part order),
-// for q in [0, len). rows are given for whole groups of 4 channels, then nulls.
+// Lanes c..c+3 of positions [q0, q1) of channel-last buffers (summed over `parts`, each
+// part_stride floats apart, in part order) written as the rows r[0..3], r[j][q] = channel c + j.
 template <int Cb>
-void lanes_to_rows(const float* src, int64_t parts, int64_t part_stride, int64_t len, float* const* rows) {
-  const int64_t len4 = len & ~int64_t(3);
-  for (int c = 0; c < Cb && rows[c]; c += 4) {
-    float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
-    for (int64_t q = 0; q < len4; q += 4) {
-      const float* s = src + q * Cb + c;
-      F4 a = load4(s), b = load4(s + Cb), x = load4(s + 2 * Cb), y = load4(s + 3 * Cb);
-      for (int64_t k = 1; k < parts; ++k) {
-        const float* m = s + k * part_stride;
-        a += load4(m);
-        b += load4(m + Cb);
-        x += load4(m + 2 * Cb);
-        y += load4(m + 3 * Cb);
-      }
-      transpose4(a, b, x, y);
-      store4(r0 + q, a);
-      store4(r1 + q, b);
-      store4(r2 + q, x);
-      store4(r3 + q, y);
+void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
+                   float* const* r) {
+  auto lanes = [&](int64_t q) {
+    F4 v = load4(src + q * Cb + c);
+    for (int64_t k = 1; k < parts; ++k) v += load4(src + k * part_stride + q * Cb + c);
+    return v;
+  };
+  int64_t q = q0;
+  for (; q + 4 <= q1; q += 4) {
+    F4 a = lanes(q), b = lanes(q + 1), x = lanes(q + 2), y = lanes(q + 3);
+    transpose4(a, b, x, y);
+    store4(r[0] + q, a);
+    store4(r[1] + q, b);
+    store4(r[2] + q, x);
+    store4(r[3] + q, y);
+  }
+  for (; q < q1; ++q) {
+    const F4 v = lanes(q);
+    for (int j = 0; j < 4; ++j) r[j][q] = v[j];
+  }
+}
+
+// The same for one group of 4 fp32 output rows, whole cache lines written with stores that
+// bypass the caches: for a big inputGrad that nobody reads soon, this saves reading every line
+// before overwriting it (the kernel is memory-bound there). A line is written by 4 stores in a
+// row, so the write-combining buffer sends it whole. Callers end with stream_fence().
+template <int Cb>
+void group_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                            float* const* r) {
+  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / 4);
+  group_to_rows<Cb>(src, parts, part_stride, c, 0, head, r);
+  int64_t q = head;
+  for (; q + 16 <= len; q += 16) {
+    F4 v[16];
+    for (int k = 0; k < 16; ++k) {
+      v[k] = load4(src + (q + k) * Cb + c);
+      for (int64_t j = 1; j < parts; ++j) v[k] += load4(src + j * part_stride + (q + k) * Cb + c);
     }
-    for (int64_t q = len4; q < len; ++q) {
-      F4 v = load4(src + q * Cb + c);
-      for (int64_t k = 1; k < parts; ++k) v += load4(src + k * part_stride + q * Cb + c);
-      r0[q] = v[0];
-      r1[q] = v[1];
-      r2[q] = v[2];
-      r3[q] = v[3];
-    }
+    for (int k = 0; k < 16; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
+    for (int j = 0; j < 4; ++j)  // v[k + j] holds channel c + j of positions q + k .. q + k + 3
+      for (int k = 0; k < 16; k += 4) stream4(r[j] + q + k, v[k + j]);
+  }
+  group_to_rows<Cb>(src, parts, part_stride, c, q, len, r);
+}
+
+// Storage values at the start of a float buffer widened to fp32 in place (back to front, so
+// no value is overwritten before it is read). Conversions go through simd.h's row routines.
+template <class T>
+void widen_in_place(T* values, int64_t n) {
+  float* out = reinterpret_cast<float*>(values);
+  T tail[simd::kWidth];
+  for (int64_t end = n; end > 0;) {
+    const int64_t start = std::max<int64_t>(0, end - simd::kWidth);
+    std::memcpy(tail, values + start, size_t(end - start) * sizeof(T));
+    simd::convert_to_float(tail, out + start, end - start);
+    end = start;
   }
 }
 
@@ -467,9 +508,12 @@ void load_rows(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_
       simd::convert_to_float(src + p0, buffer[c], len);
       rows[c] = buffer[c];
     } else {
-      float* row = buffer[c];
-      for_each_offset(pl, p0, len, [&](int64_t q, int64_t off) { row[q] = to_float(src[off]); });
-      rows[c] = row;
+      // Gather the raw values, then convert the row at once (buffer rows hold kTile floats,
+      // room for kTile values of any storage type).
+      T* raw = reinterpret_cast<T*>(buffer[c]);
+      for_each_offset(pl, p0, len, [&](int64_t q, int64_t off) { raw[q] = src[off]; });
+      if (!std::is_same<T, float>::value) widen_in_place(raw, len);
+      rows[c] = buffer[c];
     }
   }
 }
@@ -497,16 +541,21 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 }
 
 // Writes channels [0, cvalid) of pixels [p0, p0 + len): the sum over `parts` channel-last
-// buffers (each part_stride floats apart, added in part order), rounded to T.
+// buffers (each part_stride floats apart, added in part order), rounded to T. `stream`: fp32
+// rows go out with cache-bypassing whole-line stores where 4 rows share their alignment.
 template <class T, int Cb>
 void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
-                    const Plane& pl, int64_t p0, int64_t len) {
+                    const Plane& pl, int64_t p0, int64_t len, bool stream) {
   alignas(64) float buffer[Cb][kTile];
   float* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
   const int groups = (cvalid + 3) / 4;
-  for (int64_t q0 = 0; q0 < len; q0 += kTile) {
-    const int64_t n = std::min(kTile, len - q0);
+  // Streaming: chunks after the first start on an output line, so only the first and the last
+  // line of a row are written partially (a line split between two chunks would be read).
+  int64_t first = kTile;
+  if (stream) first -= int64_t((reinterpret_cast<uintptr_t>(base + p0) / sizeof(T)) % (64 / sizeof(T)));
+  for (int64_t q0 = 0, n = 0; q0 < len; q0 += n) {
+    n = std::min(q0 == 0 ? first : kTile, len - q0);
     for (int c = 0; c < Cb; ++c) {
       if (c >= groups * 4) {
         rows[c] = nullptr;
@@ -516,15 +565,26 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
         rows[c] = buffer[c];
       }
     }
-    lanes_to_rows<Cb>(src + (p0 + q0) * Cb, parts, part_stride, n, rows);
+    const float* chunk = src + (p0 + q0) * Cb;
+    for (int c = 0; c < groups * 4; c += 4) {
+      const auto misalign = [&](int j) { return reinterpret_cast<uintptr_t>(rows[c + j]) & 63; };
+      const bool whole = c + 4 <= cvalid && rows[c] != buffer[c];  // 4 output rows
+      if (stream && whole && misalign(1) == misalign(0) && misalign(2) == misalign(0) &&
+          misalign(3) == misalign(0) && misalign(0) % 16 == 0) {
+        group_to_rows_streamed<Cb>(chunk, parts, part_stride, c, n, rows + c);
+      } else {
+        group_to_rows<Cb>(chunk, parts, part_stride, c, 0, n, rows + c);
+      }
+    }
     for (int c = 0; c < cvalid; ++c) {
       T* dst = base + c * schan;
       if (rows[c] != buffer[c]) continue;  // already written
       if (contiguous) {
         simd::convert_from_float(buffer[c], dst + p0 + q0, n);
       } else {
-        const float* row = buffer[c];
-        for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { dst[off] = from_float<T>(row[q]); });
+        T narrow[kTile];
+        simd::convert_from_float(buffer[c], narrow, n);
+        for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { dst[off] = narrow[q]; });
       }
     }
   }
@@ -800,6 +860,7 @@ struct Plan {
   bool need_gg = false;  // gridGrad requested
   bool need_gx = false;  // gridGrad needs computing (not nearest)
   bool trivial = false;  // nothing to compute beyond zero-filling outputs
+  bool stream_out = false;  // inputGrad is big: write it with cache-bypassing stores
   int cb = 16;           // channels per block
   int64_t nblocks = 0;
   int64_t chunk = 1;     // samples per chunk
@@ -852,6 +913,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.trivial = (!p.need_ig && !p.need_gx) || g.N == 0 || g.C == 0 || g.P == 0 || g.HW == 0;
   if (p.trivial) return p;
 
+  p.stream_out = p.need_ig && g.N * g.C * g.HW * int64_t(dtype_size(a.input.dtype)) >= kStreamBytes;
   p.cb = pick_block_width(g.C);
   p.nblocks = ceil_div(g.C, p.cb);
   p.buf_floats = (g.HW + 1) * p.cb;
@@ -934,7 +996,7 @@ void fill_zero(const TensorView& v) {
     return;
   }
   T* base = static_cast<T*>(v.data);
-  const T zero = from_float<T>(0.0f);
+  const T zero{};  // +0.0: all bits zero in every storage type
   for (int64_t a = 0; a < v.shape[0]; ++a)
     for (int64_t b = 0; b < v.shape[1]; ++b)
       for (int64_t c = 0; c < v.shape[2]; ++c) {
@@ -1009,10 +1071,16 @@ class Runner {
             gy[q] = double(pairs[2 * q + 1]);
           }
         } else {
+          T raw[2 * kTile];
           for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
-            gx[q] = double(to_float(base[off]));
-            gy[q] = double(to_float(base[off + sk]));
+            raw[2 * q] = base[off];
+            raw[2 * q + 1] = base[off + sk];
           });
+          simd::convert_to_float(raw, pairs, 2 * len);
+          for (int64_t q = 0; q < len; ++q) {
+            gx[q] = double(pairs[2 * q]);
+            gy[q] = double(pairs[2 * q + 1]);
+          }
         }
         for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
         record_fn_(g_, gx, gy, i, len, rec_);
@@ -1038,7 +1106,9 @@ class Runner {
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len);
+    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
+                          p_.stream_out);
+    if (p_.stream_out) stream_fence();
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
@@ -1144,9 +1214,11 @@ class Runner {
         if (contiguous) {
           simd::convert_from_float(out, base + 2 * p, 2 * len);
         } else {
+          T narrow[2 * kTile];
+          simd::convert_from_float(out, narrow, 2 * len);
           for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
-            base[off] = from_float<T>(out[2 * q]);
-            base[off + sk] = from_float<T>(out[2 * q + 1]);
+            base[off] = narrow[2 * q];
+            base[off + sk] = narrow[2 * q + 1];
           });
         }
         i += len;

@@ -410,7 +410,7 @@ def test_large_channel_count_matches_torch(torch, dtype):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BFLOAT16], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_strided_inputs(isa, layout, mode, dtype):
     rng = np.random.default_rng(14)
     go, x, grid = make(rng, 2, 6, 7, 8, 9, 5, dtype)
