@@ -667,7 +667,7 @@ def missed_targets(rows: List[Dict]) -> List[str]:
                 elif t["name"] == "copy_bandwidth":
                     out.append(f"{where}: {t['value']:.1%} of copy bandwidth < {t['goal']:.0%}")
                 else:
-                    out.append(f"{where}: {t['value']:.2f}x the fp32 time per element > 1")
+                    out.append(f"{where}: {t['value']:.3f}x the fp32 time per element > 1")
     return out
 
 
@@ -724,12 +724,18 @@ def format_text(rows: List[Dict], overhead: List[Dict]) -> str:
     return "\n".join(lines)
 
 
+def _background_note(machine: Dict) -> str:
+    other = machine.get("background_cpu_fraction")
+    return "" if other is None else f" Other processes used {other:.1%} of the CPU capacity during the run."
+
+
 def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, settings: Dict) -> str:
     lines = [f"Measured {machine['date_utc']} UTC on {machine['cpu']} ({machine['usable_cpus']} usable CPUs, "
              f"last-level cache {machine['last_level_cache_bytes'] >> 20} MiB), ISA in use `{machine.get('isa')}`, "
              f"aclnn_cpu {machine.get('aclnn_cpu')}, torch {machine.get('torch')}, numpy {machine['numpy']}, "
              f"Python {machine['python']}. {settings['rounds']} rounds, samples >= "
-             f"{settings['min_time_s'] * 1e3:g} ms, medians. {settings['output_policy']}.", ""]
+             f"{settings['min_time_s'] * 1e3:g} ms, medians. {settings['output_policy']}."
+             + _background_note(machine), ""]
     lines.append("| " + " | ".join(TABLE_HEADER) + " |")
     lines.append("|" + "|".join("---" for _ in TABLE_HEADER) + "|")
     for b in table_rows(rows):
@@ -767,7 +773,7 @@ def write_plot(path: str, rows: List[Dict]) -> Optional[str]:
     ax.scatter(goals, y, marker="|", s=200, color="black", label="target", zorder=3)
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(data) - 0.5, -0.5)  # first case on top, no empty margins
     ax.set_xscale("log")
     ax.axvline(1.0, color="gray", linewidth=0.8)
     ax.set_xlabel("speed-up over PyTorch CPU (torch time / aclnn_cpu time), log scale")
@@ -878,6 +884,36 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return args
 
 
+class BackgroundCpu:
+    """CPU time other processes used while the suite ran (machine busy time from /proc/stat
+    minus this process's own), as a fraction of the machine's capacity over that time. With 2
+    cores, another busy process stalls every OpenMP barrier: this says whether that happened."""
+
+    def __init__(self):
+        self.start = self._snapshot()
+
+    @staticmethod
+    def _snapshot():
+        fields = _read("/proc/stat").split("\n", 1)[0].split()
+        if not fields or fields[0] != "cpu":
+            return None
+        ticks = [int(v) for v in fields[1:]]
+        idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+        own = os.times()
+        return time.perf_counter(), sum(ticks) - idle, own.user + own.system
+
+    def fraction(self) -> Optional[float]:
+        end = self._snapshot()
+        if self.start is None or end is None:
+            return None
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        wall = end[0] - self.start[0]
+        busy = (end[1] - self.start[1]) / hz
+        own = end[2] - self.start[2]
+        capacity = wall * (os.cpu_count() or 1)
+        return max(0.0, (busy - own) / capacity) if capacity > 0 else None
+
+
 def load_average() -> Optional[List[float]]:
     try:
         return [round(v, 2) for v in os.getloadavg()]
@@ -901,6 +937,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
         import aclnn_cpu as ac
     cases = select_cases(args.suite, args.ops, args.match)
     load_before = load_average()
+    background = BackgroundCpu()
     cache_bytes = last_level_cache_bytes()
     # fp32 first within each case, so the fp16/bf16 rows can be compared with it.
     order = [d for d in DTYPES if d in args.dtypes]
@@ -936,6 +973,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
     # numbers were taken on a quiet machine.
     machine["load_average_before"] = load_before
     machine["load_average_after"] = load_average()
+    machine["background_cpu_fraction"] = background.fraction()
     return {
         "schema": 1,
         "machine": machine,
@@ -971,6 +1009,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "cores and the numbers will be noisy", file=sys.stderr)
     report = run(args, ac, torch)
     print(format_text(report["results"], report["overhead"]))
+    other = report["machine"]["background_cpu_fraction"]
+    if other is not None and other > 0.05:
+        print(f"\nwarning: other processes used {other:.0%} of the CPU capacity during the run; "
+              "2-thread timings stall on them (rerun on a quiet machine)")
     if report["missed"]:
         print(f"\nMissed targets ({len(report['missed'])}):")
         for line in report["missed"]:
