@@ -367,9 +367,12 @@ inline void for_each_offset(const Plane& pl, int64_t p0, int64_t len, Fn&& fn) {
 }
 
 // Channel-major <-> channel-last transposes, in 4 x 4 register blocks (4 channel rows of 4
-// positions become 4 position vectors of 4 lanes), portable to every ISA level.
+// positions become 4 position vectors of 4 lanes), portable to every ISA level. The storage
+// type's conversion happens inside the blocks (no separate conversion pass).
 
 typedef float F4 __attribute__((vector_size(16)));
+typedef uint32_t U4 __attribute__((vector_size(16)));
+typedef uint16_t H4 __attribute__((vector_size(8)));
 
 inline F4 load4(const float* p) {
   F4 v;
@@ -377,16 +380,104 @@ inline F4 load4(const float* p) {
   return v;
 }
 inline void store4(float* p, const F4& v) { std::memcpy(p, &v, sizeof v); }
-inline void stream4(float* p, const F4& v) {  // p 16-byte aligned
-#if ACLNN_SIMD_X86
-  _mm_stream_ps(p, (__m128)v);
+
+// 4 storage values <-> 4 floats, bit for bit as half.h / simd.h convert (round to nearest even;
+// bf16 NaN -> 0x7FC0 with the sign, fp16 NaN quieted).
+inline H4 bf16_bits4(const F4& v) {
+  const U4 u = (U4)v;
+  const U4 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const U4 nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
+  return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded, H4);
+}
+inline H4 half_bits4(const F4& v) {
+#if ACLNN_ISA_LEVEL >= 1
+  const __m128i h = _mm_cvtps_ph((__m128)v, _MM_FROUND_TO_NEAREST_INT);
+  H4 out;
+  std::memcpy(&out, &h, sizeof out);
+  return out;
 #else
-  store4(p, v);
+  return __builtin_convertvector((U4)simd::float_to_half_bits(v), H4);  // VecF is 4 lanes here
 #endif
 }
-inline void stream_fence() {
+inline F4 half_to_float4(const H4& h) {
+#if ACLNN_ISA_LEVEL >= 1
+  __m128i raw = _mm_setzero_si128();
+  std::memcpy(&raw, &h, sizeof h);
+  return (F4)_mm_cvtph_ps(raw);
+#else
+  return simd::half_bits_to_float((simd::VecI)__builtin_convertvector(h, U4));
+#endif
+}
+
+template <class T>
+ACLNN_GS_INLINE F4 load4_as_float(const T* p) {
+  if constexpr (std::is_same<T, float>::value) {
+    return load4(p);
+  } else {
 #if ACLNN_SIMD_X86
-  _mm_sfence();
+    const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    if constexpr (std::is_same<T, bfloat16_t>::value) {
+      return (F4)_mm_unpacklo_epi16(_mm_setzero_si128(), raw);  // the 16 bits become the high half
+    } else {
+#if ACLNN_ISA_LEVEL >= 1
+      return (F4)_mm_cvtph_ps(raw);
+#else
+      H4 h;
+      std::memcpy(&h, &raw, sizeof h);
+      return half_to_float4(h);
+#endif
+    }
+#else
+    H4 h;
+    std::memcpy(&h, p, sizeof h);
+    if constexpr (std::is_same<T, bfloat16_t>::value) return (F4)(__builtin_convertvector(h, U4) << 16);
+    else return half_to_float4(h);
+#endif
+  }
+}
+template <class T>
+ACLNN_GS_INLINE H4 narrow4(const F4& v) {
+  if constexpr (std::is_same<T, bfloat16_t>::value) return bf16_bits4(v);
+  else return half_bits4(v);
+}
+template <class T>
+ACLNN_GS_INLINE void store4_from_float(T* p, const F4& v) {
+  if constexpr (std::is_same<T, float>::value) {
+    store4(p, v);
+  } else {
+    const H4 h = narrow4<T>(v);
+    std::memcpy(p, &h, sizeof h);
+  }
+}
+
+// 16 values at p from four 4-lane vectors, assembled in registers (a round trip through memory
+// would stall on store forwarding) and converted with simd.h's full-width stores.
+template <class T>
+ACLNN_GS_INLINE void store16_from_float(T* p, const F4& a, const F4& b, const F4& c, const F4& d) {
+#if ACLNN_ISA_LEVEL >= 1
+  typedef float F8x __attribute__((vector_size(32)));
+  const F8x ab = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
+  const F8x cd = __builtin_shufflevector(c, d, 0, 1, 2, 3, 4, 5, 6, 7);
+#endif
+#if ACLNN_ISA_LEVEL >= 2
+  simd::store(p, __builtin_shufflevector(ab, cd, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+#elif ACLNN_ISA_LEVEL == 1
+  simd::store(p, ab);
+  simd::store(p + 8, cd);
+#else
+  simd::store(p, a);
+  simd::store(p + 4, b);
+  simd::store(p + 8, c);
+  simd::store(p + 12, d);
+#endif
+}
+
+// 16 bytes at p (16-byte aligned), bypassing the caches.
+inline void stream16(void* p, const F4& bytes) {
+#if ACLNN_SIMD_X86
+  _mm_stream_ps(static_cast<float*>(p), (__m128)bytes);
+#else
+  std::memcpy(p, &bytes, sizeof bytes);
 #endif
 }
 
@@ -400,18 +491,20 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
   d = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 
+// All-zero bits: +0.0 in every storage type, as many bytes as kTile floats.
 alignas(64) constexpr float kZeroRow[kTile] = {};
 
-// dst[q * Cb + c] = rows[c][q] for q in [0, len), len <= kTile.
+// dst[q * Cb + c] = rows[c][q] as fp32, q in [0, len), len <= kTile.
 // (4 x 4 blocks: wider blocks touch 8 rows at once, and rows a power of two apart - channel
 // planes - then share one L1 set and thrash it.)
-template <int Cb>
-void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
+template <class T, int Cb>
+void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
   const int64_t len4 = len & ~int64_t(3);
   for (int c = 0; c < Cb; c += 4) {
-    const float *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
+    const T *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
     for (int64_t q = 0; q < len4; q += 4) {
-      F4 a = load4(r0 + q), b = load4(r1 + q), x = load4(r2 + q), y = load4(r3 + q);
+      F4 a = load4_as_float(r0 + q), b = load4_as_float(r1 + q);
+      F4 x = load4_as_float(r2 + q), y = load4_as_float(r3 + q);
       transpose4(a, b, x, y);
       store4(dst + q * Cb + c, a);
       store4(dst + (q + 1) * Cb + c, b);
@@ -419,101 +512,110 @@ void rows_to_lanes(const float* const* rows, int64_t len, float* dst) {
       store4(dst + (q + 3) * Cb + c, y);
     }
     for (int64_t q = len4; q < len; ++q) {
-      dst[q * Cb + c] = r0[q];
-      dst[q * Cb + c + 1] = r1[q];
-      dst[q * Cb + c + 2] = r2[q];
-      dst[q * Cb + c + 3] = r3[q];
+      dst[q * Cb + c] = to_float(r0[q]);
+      dst[q * Cb + c + 1] = to_float(r1[q]);
+      dst[q * Cb + c + 2] = to_float(r2[q]);
+      dst[q * Cb + c + 3] = to_float(r3[q]);
     }
   }
 }
 
-// Lanes c..c+3 of positions [q0, q1) of channel-last buffers (summed over `parts`, each
-// part_stride floats apart, in part order) written as the rows r[0..3], r[j][q] = channel c + j.
-template <int Cb>
-void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
-                   float* const* r) {
-  auto lanes = [&](int64_t q) {
-    F4 v = load4(src + q * Cb + c);
+// Lanes c..c+3 of position q of channel-last buffers, summed over `parts` (each part_stride
+// floats apart) in part order when Parts (the one-part case is its own instantiation: the
+// write-back is hot and must not depend on the optimiser specialising it).
+template <int Cb, bool Parts>
+ACLNN_GS_INLINE F4 lanes4(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q) {
+  F4 v = load4(src + q * Cb + c);
+  if (Parts)
     for (int64_t k = 1; k < parts; ++k) v += load4(src + k * part_stride + q * Cb + c);
-    return v;
-  };
+  return v;
+}
+
+// Rows r[0..3] (channels c..c+3, storage type T) of positions [q0, q1) from channel-last
+// buffers summed over `parts`.
+template <class T, int Cb, bool Parts>
+void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
+                   T* const* r) {
   int64_t q = q0;
+  if constexpr (!std::is_same<T, float>::value) {
+    // 16 positions at a time, each row narrowed with full-width conversions (4-lane narrowing
+    // costs several times more per value).
+    for (; q + 16 <= q1; q += 16) {
+      F4 v[16];  // after the transposes, v[k + j] = channel c + j of positions q + k .. q + k + 3
+      for (int k = 0; k < 16; ++k) v[k] = lanes4<Cb, Parts>(src, parts, part_stride, c, q + k);
+      for (int k = 0; k < 16; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
+      for (int j = 0; j < 4; ++j) store16_from_float(r[j] + q, v[j], v[4 + j], v[8 + j], v[12 + j]);
+    }
+  }
   for (; q + 4 <= q1; q += 4) {
-    F4 a = lanes(q), b = lanes(q + 1), x = lanes(q + 2), y = lanes(q + 3);
+    F4 a = lanes4<Cb, Parts>(src, parts, part_stride, c, q);
+    F4 b = lanes4<Cb, Parts>(src, parts, part_stride, c, q + 1);
+    F4 x = lanes4<Cb, Parts>(src, parts, part_stride, c, q + 2);
+    F4 y = lanes4<Cb, Parts>(src, parts, part_stride, c, q + 3);
     transpose4(a, b, x, y);
-    store4(r[0] + q, a);
-    store4(r[1] + q, b);
-    store4(r[2] + q, x);
-    store4(r[3] + q, y);
+    store4_from_float(r[0] + q, a);
+    store4_from_float(r[1] + q, b);
+    store4_from_float(r[2] + q, x);
+    store4_from_float(r[3] + q, y);
   }
   for (; q < q1; ++q) {
-    const F4 v = lanes(q);
-    for (int j = 0; j < 4; ++j) r[j][q] = v[j];
+    const F4 v = lanes4<Cb, Parts>(src, parts, part_stride, c, q);
+    float lane[4];
+    std::memcpy(lane, &v, sizeof lane);
+    T narrow[4];
+    for (int j = 0; j < 4; ++j) narrow[j] = from_float<T>(lane[j]);
+    for (int j = 0; j < 4; ++j) r[j][q] = narrow[j];
   }
 }
 
-// The same for one group of 4 fp32 output rows, whole cache lines written with stores that
-// bypass the caches: for a big inputGrad that nobody reads soon, this saves reading every line
-// before overwriting it (the kernel is memory-bound there). A line is written by 4 stores in a
-// row, so the write-combining buffer sends it whole. Callers end with stream_fence().
-template <int Cb>
+// The same with whole cache lines written by stores that bypass the caches: for a big
+// inputGrad nobody reads soon, this saves reading every line before overwriting it (the kernel
+// is memory-bound there). Each line is written by 4 consecutive 16-byte stores, so the
+// write-combining buffer sends it whole. Callers end with simd::stream_fence().
+template <class T, int Cb, bool Parts>
 void group_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
-                            float* const* r) {
-  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / 4);
-  group_to_rows<Cb>(src, parts, part_stride, c, 0, head, r);
+                            T* const* r) {
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // values per line: 16 or 32
+  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / sizeof(T));
+  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
-  for (; q + 16 <= len; q += 16) {
-    F4 v[16];
-    for (int k = 0; k < 16; ++k) {
-      v[k] = load4(src + (q + k) * Cb + c);
-      for (int64_t j = 1; j < parts; ++j) v[k] += load4(src + j * part_stride + (q + k) * Cb + c);
+  for (; q + kLine <= len; q += kLine) {
+    F4 v[kLine];  // after the transposes, v[k + j] = channel c + j of positions q + k .. q + k + 3
+    for (int k = 0; k < kLine; ++k) v[k] = lanes4<Cb, Parts>(src, parts, part_stride, c, q + k);
+    for (int k = 0; k < kLine; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (std::is_same<T, float>::value) {
+        for (int k = 0; k < kLine; k += 4) stream16(r[j] + q + k, v[k + j]);
+      } else {
+        for (int k = 0; k < kLine; k += 8) {
+          const H4 lo = narrow4<T>(v[k + j]), hi = narrow4<T>(v[k + 4 + j]);
+          stream16(r[j] + q + k, (F4)__builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
+        }
+      }
     }
-    for (int k = 0; k < 16; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
-    for (int j = 0; j < 4; ++j)  // v[k + j] holds channel c + j of positions q + k .. q + k + 3
-      for (int k = 0; k < 16; k += 4) stream4(r[j] + q + k, v[k + j]);
   }
-  group_to_rows<Cb>(src, parts, part_stride, c, q, len, r);
+  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
 
-// Storage values at the start of a float buffer widened to fp32 in place (back to front, so
-// no value is overwritten before it is read). Conversions go through simd.h's row routines.
-template <class T>
-void widen_in_place(T* values, int64_t n) {
-  float* out = reinterpret_cast<float*>(values);
-  T tail[simd::kWidth];
-  for (int64_t end = n; end > 0;) {
-    const int64_t start = std::max<int64_t>(0, end - simd::kWidth);
-    std::memcpy(tail, values + start, size_t(end - start) * sizeof(T));
-    simd::convert_to_float(tail, out + start, end - start);
-    end = start;
-  }
-}
-
-// Points rows[c] at channel c's fp32 values for positions [p0, p0 + len), len <= kTile: the
-// tensor itself when it is fp32 and contiguous along the positions, else `buffer` (converted);
-// missing channels (the last block of C) read zeros.
+// Points rows[c] at channel c's values for positions [p0, p0 + len), len <= kTile: into the
+// tensor when it is contiguous along the positions, else into `raw` (gathered); missing
+// channels (the last block of C) read zeros.
 template <class T, int Cb>
 void load_rows(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_t p0, int64_t len,
-               float (*buffer)[kTile], const float** rows) {
+               T (*raw)[kTile], const T** rows) {
   const bool contiguous = pl.flat && pl.scol == 1;
   for (int c = 0; c < Cb; ++c) {
     if (c >= cvalid) {
-      rows[c] = kZeroRow;
+      rows[c] = reinterpret_cast<const T*>(kZeroRow);
       continue;
     }
     const T* src = base + c * schan;
-    if (std::is_same<T, float>::value && contiguous) {
-      rows[c] = reinterpret_cast<const float*>(src) + p0;
-    } else if (contiguous) {
-      simd::convert_to_float(src + p0, buffer[c], len);
-      rows[c] = buffer[c];
+    if (contiguous) {
+      rows[c] = src + p0;
     } else {
-      // Gather the raw values, then convert the row at once (buffer rows hold kTile floats,
-      // room for kTile values of any storage type).
-      T* raw = reinterpret_cast<T*>(buffer[c]);
-      for_each_offset(pl, p0, len, [&](int64_t q, int64_t off) { raw[q] = src[off]; });
-      if (!std::is_same<T, float>::value) widen_in_place(raw, len);
-      rows[c] = buffer[c];
+      T* row = raw[c];
+      for_each_offset(pl, p0, len, [&](int64_t q, int64_t off) { row[q] = src[off]; });
+      rows[c] = row;
     }
   }
 }
@@ -523,12 +625,12 @@ void load_rows(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_
 template <class T, int Cb>
 void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_t p0, int64_t len,
                    float* dst) {
-  alignas(64) float buffer[Cb][kTile];
-  const float* rows[Cb];
+  alignas(64) T raw[Cb][kTile];
+  const T* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
   for (int64_t q0 = 0; q0 < len; q0 += kTile) {
     const int64_t n = std::min(kTile, len - q0);
-    load_rows<T, Cb>(base, schan, cvalid, pl, p0 + q0, n, buffer, rows);
+    load_rows<T, Cb>(base, schan, cvalid, pl, p0 + q0, n, raw, rows);
     if (contiguous) {
       // The next tile's lines into L2 while this one is transposed (the hardware prefetcher
       // does poorly on 16 short interleaved streams). A prefetch never faults, even past the end.
@@ -536,55 +638,45 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
       for (int c = 0; c < cvalid; ++c)
         for (int64_t k = 0; k < n; k += kLine) __builtin_prefetch(base + c * schan + p0 + q0 + n + k, 0, 2);
     }
-    rows_to_lanes<Cb>(rows, n, dst + q0 * Cb);
+    rows_to_lanes<T, Cb>(rows, n, dst + q0 * Cb);
   }
 }
 
 // Writes channels [0, cvalid) of pixels [p0, p0 + len): the sum over `parts` channel-last
-// buffers (each part_stride floats apart, added in part order), rounded to T. `stream`: fp32
-// rows go out with cache-bypassing whole-line stores where 4 rows share their alignment.
-template <class T, int Cb>
+// buffers (each part_stride floats apart, added in part order), rounded to T. `stream`:
+// contiguous output rows go out with cache-bypassing whole-line stores where 4 rows share
+// their alignment.
+template <class T, int Cb, bool Parts>
 void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
                     const Plane& pl, int64_t p0, int64_t len, bool stream) {
-  alignas(64) float buffer[Cb][kTile];
-  float* rows[Cb];
+  alignas(64) T raw[Cb][kTile];
+  T* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
-  const int groups = (cvalid + 3) / 4;
   // Streaming: chunks after the first start on an output line, so only the first and the last
   // line of a row are written partially (a line split between two chunks would be read).
   int64_t first = kTile;
-  if (stream) first -= int64_t((reinterpret_cast<uintptr_t>(base + p0) / sizeof(T)) % (64 / sizeof(T)));
+  if (stream && contiguous) first -= int64_t((reinterpret_cast<uintptr_t>(base + p0) / sizeof(T)) % (64 / sizeof(T)));
   for (int64_t q0 = 0, n = 0; q0 < len; q0 += n) {
     n = std::min(q0 == 0 ? first : kTile, len - q0);
-    for (int c = 0; c < Cb; ++c) {
-      if (c >= groups * 4) {
-        rows[c] = nullptr;
-      } else if (std::is_same<T, float>::value && contiguous && c < cvalid) {
-        rows[c] = reinterpret_cast<float*>(base + c * schan) + p0 + q0;  // straight into the output
-      } else {
-        rows[c] = buffer[c];
-      }
-    }
+    for (int c = 0; c < Cb; ++c) rows[c] = contiguous && c < cvalid ? base + c * schan + p0 + q0 : raw[c];
     const float* chunk = src + (p0 + q0) * Cb;
-    for (int c = 0; c < groups * 4; c += 4) {
-      const auto misalign = [&](int j) { return reinterpret_cast<uintptr_t>(rows[c + j]) & 63; };
-      const bool whole = c + 4 <= cvalid && rows[c] != buffer[c];  // 4 output rows
-      if (stream && whole && misalign(1) == misalign(0) && misalign(2) == misalign(0) &&
-          misalign(3) == misalign(0) && misalign(0) % 16 == 0) {
-        group_to_rows_streamed<Cb>(chunk, parts, part_stride, c, n, rows + c);
+    for (int c = 0; c < cvalid; c += 4) {
+      // A partial last group writes its missing channels' rows into scratch.
+      T* group[4];
+      for (int j = 0; j < 4; ++j) group[j] = c + j < cvalid ? rows[c + j] : raw[c + j];
+      const auto misalign = [&](int j) { return reinterpret_cast<uintptr_t>(group[j]) & 63; };
+      if (stream && contiguous && c + 4 <= cvalid && misalign(1) == misalign(0) && misalign(2) == misalign(0) &&
+          misalign(3) == misalign(0) && misalign(0) % sizeof(F4) == 0) {
+        group_to_rows_streamed<T, Cb, Parts>(chunk, parts, part_stride, c, n, group);
       } else {
-        group_to_rows<Cb>(chunk, parts, part_stride, c, 0, n, rows + c);
+        group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group);
       }
     }
-    for (int c = 0; c < cvalid; ++c) {
-      T* dst = base + c * schan;
-      if (rows[c] != buffer[c]) continue;  // already written
-      if (contiguous) {
-        simd::convert_from_float(buffer[c], dst + p0 + q0, n);
-      } else {
-        T narrow[kTile];
-        simd::convert_from_float(buffer[c], narrow, n);
-        for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { dst[off] = narrow[q]; });
+    if (!contiguous) {
+      for (int c = 0; c < cvalid; ++c) {
+        T* dst = base + c * schan;
+        const T* row = raw[c];
+        for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { dst[off] = row[q]; });
       }
     }
   }
@@ -913,7 +1005,8 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.trivial = (!p.need_ig && !p.need_gx) || g.N == 0 || g.C == 0 || g.P == 0 || g.HW == 0;
   if (p.trivial) return p;
 
-  p.stream_out = p.need_ig && g.N * g.C * g.HW * int64_t(dtype_size(a.input.dtype)) >= kStreamBytes;
+  // fp32 only: for fp16/bf16 the outputs are half the bytes and streaming measured slower.
+  p.stream_out = p.need_ig && a.input.dtype == DType::Float32 && g.N * g.C * g.HW * 4 >= kStreamBytes;
   p.cb = pick_block_width(g.C);
   p.nblocks = ceil_div(g.C, p.cb);
   p.buf_floats = (g.HW + 1) * p.cb;
@@ -1106,9 +1199,14 @@ class Runner {
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    store_channels<T, Cb>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
-                          p_.stream_out);
-    if (p_.stream_out) stream_fence();
+    if (parts > 1) {
+      store_channels<T, Cb, true>(src, parts, buf_stride(), cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0,
+                                  len, p_.stream_out);
+    } else {
+      store_channels<T, Cb, false>(src, 1, 0, cvalid, base, a_.inputGrad.strides[1], ig_plane_, p0, len,
+                                   p_.stream_out);
+    }
+    if (p_.stream_out) simd::stream_fence();
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
