@@ -152,7 +152,9 @@ ACLNN_GS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
 }
 
 // Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
-ACLNN_GS_INLINE D8 clip(const D8& x, const Axis& a) { return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{}); }
+ACLNN_GS_INLINE D8 clip(const D8& x, const Axis& a) {
+  return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{});
+}
 
 // Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
 // given, receives whether the result moves against x (the gradient multiplier is then -1).
@@ -1055,13 +1057,14 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // Parallel helpers.
 
-// Runs fn(task, slot) for every task in [0, ntasks) on at most `slots` threads; a thread keeps
-// one slot (its scratch memory) for all the tasks it takes. Which thread runs a task never
-// changes what the task computes.
+// Runs fn(task, slot) for every task in [0, ntasks) on at most `slots` threads (one when not
+// `worth_threads`); a thread keeps one slot (its scratch memory) for all the tasks it takes.
+// Tasks are handed out one by one, so a thread that loses its core (other processes) delays
+// the rest by one task, not by a share fixed in advance. Which thread runs a task never changes
+// what the task computes.
 template <class Fn>
-void run_tasks(int64_t ntasks, int64_t slots, int64_t work_per_task, Fn&& fn) {
-  int64_t threads = std::min<int64_t>({int64_t(num_threads()), slots, ntasks});
-  if (ntasks * work_per_task < kTaskGrainWork) threads = 1;
+void run_tasks(int64_t ntasks, int64_t slots, bool worth_threads, Fn&& fn) {
+  int64_t threads = worth_threads ? std::min<int64_t>({int64_t(num_threads()), slots, ntasks}) : 1;
   if (threads <= 1) {
     for (int64_t t = 0; t < ntasks; ++t) fn(t, int64_t(0));
     return;
@@ -1071,6 +1074,13 @@ void run_tasks(int64_t ntasks, int64_t slots, int64_t work_per_task, Fn&& fn) {
     for (int64_t slot = begin; slot < end; ++slot)
       for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) fn(t, slot);
   });
+}
+
+// fn(begin, end) over [0, n) in chunks of `chunk` items, handed out as tasks.
+template <class Fn>
+void run_chunks(int64_t n, int64_t chunk, Fn&& fn) {
+  run_tasks(ceil_div(n, chunk), kMaxSlots, n >= 2 * chunk,
+            [&](int64_t task, int64_t) { fn(task * chunk, std::min(n, (task + 1) * chunk)); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1150,7 +1160,7 @@ class Runner {
     const T* grid = tensor_ptr<T>(a_.grid);
     const int64_t sn = a_.grid.strides[0], sk = a_.grid.strides[3];
     const bool contiguous = grid_plane_.flat && grid_plane_.scol == 2 && sk == 1;
-    parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
+    run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
       alignas(64) double gx[kTile], gy[kTile];
       alignas(64) float pairs[2 * kTile];
       for (int64_t i = begin; i < end;) {
@@ -1227,7 +1237,8 @@ class Runner {
   // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
-    run_tasks(nc * p_.nblocks, p_.slots, g_.P * Cb, [&](int64_t task, int64_t slot) {
+    const bool worth_threads = nc * p_.nblocks * g_.P * Cb >= kTaskGrainWork;
+    run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks;
       float* mem = slot_mem(slot);
       float* in = nullptr;
@@ -1256,14 +1267,12 @@ class Runner {
     auto group_ig = [&](int64_t grp, int64_t k) {
       return p_.need_ig ? group_mem(grp) + (p_.need_gx ? bs : 0) + k * bs : nullptr;
     };
-    parallel_for(groups * K, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t grp = t / K, k = t % K;
-        if (k == 0 && p_.need_gx) load_input_block(n0 + grp / p_.nblocks, grp % p_.nblocks, group_in(grp));
-        if (p_.need_ig) std::memset(group_ig(grp, k), 0, size_t(p_.buf_floats) * sizeof(float));
-      }
+    run_tasks(groups * K, kMaxSlots, true, [&](int64_t t, int64_t) {
+      const int64_t grp = t / K, k = t % K;
+      if (k == 0 && p_.need_gx) load_input_block(n0 + grp / p_.nblocks, grp % p_.nblocks, group_in(grp));
+      if (p_.need_ig) std::memset(group_ig(grp, k), 0, size_t(p_.buf_floats) * sizeof(float));
     });
-    run_tasks(groups * K, p_.slots, g_.P * Cb / K, [&](int64_t task, int64_t slot) {
+    run_tasks(groups * K, p_.slots, true, [&](int64_t task, int64_t slot) {
       const int64_t grp = task / K, k = task % K;
       const int64_t p0 = g_.P * k / K, p1 = g_.P * (k + 1) / K;
       run_positions(n0, grp / p_.nblocks, grp % p_.nblocks, p0, p1, group_in(grp), group_ig(grp, k),
@@ -1271,12 +1280,10 @@ class Runner {
     });
     if (!p_.need_ig) return;
     const int64_t pieces = ceil_div(g_.HW, 4096);
-    parallel_for(groups * pieces, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t grp = t / pieces, piece = t % pieces;
-        const int64_t q0 = piece * 4096, len = std::min<int64_t>(4096, g_.HW - q0);
-        store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len);
-      }
+    run_tasks(groups * pieces, kMaxSlots, true, [&](int64_t t, int64_t) {
+      const int64_t grp = t / pieces, piece = t % pieces;
+      const int64_t q0 = piece * 4096, len = std::min<int64_t>(4096, g_.HW - q0);
+      store_input_grad(n0 + grp / p_.nblocks, grp % p_.nblocks, group_ig(grp, 0), K, q0, len);
     });
   }
 
@@ -1287,7 +1294,7 @@ class Runner {
     const bool contiguous = gg_plane_.flat && gg_plane_.scol == 2 && sk == 1;
     const float scale_x = float(g_.ax.scale), scale_y = float(g_.ay.scale);
     const int64_t block_stride = g_.P * 2;
-    parallel_for(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
+    run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
       alignas(64) float out[2 * kTile];
       for (int64_t i = begin; i < end;) {
         const int64_t nl = i / g_.P, p = i % g_.P;
