@@ -122,7 +122,7 @@ class CoreLibrary:
     @staticmethod
     def check_isa_isolation(objects: list[Path]) -> None:
         """Fails when an ops object compiled for AVX2/AVX-512 defines a weak symbol outside its
-        isa_* namespace: the linker could pick that copy for baseline code (an inline function of
+        isa_* (or half.h's per-level half_*) namespace: the linker could pick that copy for baseline code (an inline function of
         a shared header, say) and crash CPUs without the instructions."""
         nm = shutil.which("nm")
         if nm is None:
@@ -134,7 +134,8 @@ class CoreLibrary:
                                      capture_output=True, text=True).stdout
             leaks = [line for line in listing.splitlines()
                      if len(line.split()) >= 3 and line.split()[1] in ("W", "V", "u")
-                     and "isa_avx" not in line and "__gxx_personality" not in line]
+                     and "isa_avx" not in line and "half_avx" not in line
+                     and "__gxx_personality" not in line]
             if leaks:
                 raise RuntimeError(f"{obj} defines shared weak symbols outside its ISA namespace "
                                    f"(put them in ACLNN_ISA_NS or make them static):\n" + "\n".join(leaks[:10]))
