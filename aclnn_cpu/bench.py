@@ -848,9 +848,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                "GridSampler >= 3x (>= 5x at batch 1), Softmax >= 1x; streaming ops >= 60%% of the "
                "copy bandwidth when the working set exceeds the last-level cache; fp16/bf16 time "
                "per element <= fp32's.")
-    parser.add_argument("--quick", action="store_true", help="a ~1 minute subset (same as --suite quick)")
+    parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
     parser.add_argument("--suite", choices=("full", "quick", "smoke"), default=None,
-                        help="full (default, ~5 min on 2 cores), quick, or smoke (tiny shapes, for tests)")
+                        help="full (default, ~75 s on a quiet 2-core machine), quick (~30 s), "
+                             "or smoke (tiny shapes, for tests)")
     parser.add_argument("--ops", help="comma list: prelu, group_norm, softmax, grid_sampler")
     parser.add_argument("--dtypes", help="comma list: float32, float16, bfloat16 (or fp32, fp16, bf16)")
     parser.add_argument("--threads", default="2", help="comma list of thread counts (default 2)")
