@@ -58,8 +58,6 @@ def test_public_headers_compile_as_c_and_cpp(tmp_path):
 
 @pytest.mark.skipif(shutil.which("cython") is None, reason="no cython")
 def test_ops_pyx_cythonizes(tmp_path):
-    if not (ROOT / "aclnn_cpu" / "_glue.pxd").exists():
-        pytest.skip("aclnn_cpu/_glue.pxd not written yet")
     pkg = tmp_path / "aclnn_cpu"
     pkg.mkdir()
     for name in ("__init__.py", "_glue.pxd"):
