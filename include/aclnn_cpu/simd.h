@@ -15,8 +15,12 @@
 //     plain a*b + c expressions elsewhere in a kernel may still be fused on AVX2/AVX-512 unless
 //     the build passes -ffp-contract=off. Either way nothing depends on the thread count.
 //   * bf16 -> fp32 is a 16-bit shift; fp32 -> bf16 rounds to nearest even on the integer bits,
-//     NaN -> 0x7FC0 | sign, exactly like ml_dtypes. AVX512-BF16's vcvtneps2bf16 is deliberately
-//     not used: it flushes denormal inputs to zero, which ml_dtypes (and half.h) do not.
+//     NaN -> 0x7FC0 | sign, exactly like ml_dtypes. Where the CPU has AVX512-BF16 (and the
+//     build's compiler knows it), level 2 converts with vcvtneps2bf16/vcvtne2ps2bf16 instead,
+//     but only for vectors with no denormal and no NaN lane: the instruction flushes denormal
+//     inputs to zero and keeps NaN payload bits, both unlike ml_dtypes, so such vectors take
+//     the integer path. The result is the same bits either way; bf16_instructions() says
+//     whether the instructions are in use (aclnn_cpu::set_bf16_instructions turns them off).
 //   * fp16 conversions follow half.h bit for bit (hardware F16C rounding is RNE, subnormals
 //     exact, NaN quieted).
 //   * reduce_add sums lanes in a fixed pairwise tree, so a reduction's result depends only on
@@ -25,16 +29,19 @@
 //
 // Usage: VecF v = load(p); store(q, v); tails with load_partial(p, n) / store_partial(q, v, n),
 // n in [0, kWidth): lanes >= n read as zero and memory past element n is never touched.
+// Pairs: load_pair(p) / store_pair(q, v) move 2 * kWidth elements as two vectors, in a lane
+// order of T's choosing (bf16: even and odd elements, which halves its conversion cost); for
+// lane-wise math on operands of one storage type plus broadcasts (see "Pairs" below).
 // store_run<kStream>(out, n, value) writes a whole elementwise run (head, body, tail), with
 // streaming stores when kStream (see streams_worthwhile); stream_fence() ends a task that
 // streamed. T is float, half_t or bfloat16_t everywhere; double for stores (and loads).
 #pragma once
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "aclnn_cpu/cache_info.h"
 #include "aclnn_cpu/half.h"
 #include "aclnn_cpu/isa.h"
 
@@ -62,7 +69,17 @@
 #error "ACLNN_ISA_LEVEL 2 needs -mavx512f -mavx512bw -mavx512vl"
 #endif
 
+#if ACLNN_ISA_LEVEL == 2 && defined(__AVX512BF16__)
+#define ACLNN_SIMD_BF16_INSTRUCTIONS 1
+#else
+#define ACLNN_SIMD_BF16_INSTRUCTIONS 0
+#endif
+
 namespace aclnn_cpu {
+// True when the CPU has AVX512-BF16 and it has not been turned off (runtime/isa.cpp). Plain
+// data read by the level-2 bf16 stores: a branch on it costs far less than the conversion.
+extern bool g_bf16_instructions;
+
 namespace ACLNN_ISA_NS {
 namespace simd {
 
@@ -287,8 +304,26 @@ template <>
 inline VecF load<bfloat16_t>(const bfloat16_t* p) {
   return (VecF)(load_u16(reinterpret_cast<const uint16_t*>(p)) << 16);
 }
+// Lanes vcvtneps2bf16 would convert unlike ml_dtypes: denormals (0x20), quiet NaN (0x01) and
+// signalling NaN (0x80), for vfpclassps.
+constexpr int kBf16Fixups = 0x20 | 0x01 | 0x80;
+
+inline bool bf16_instructions() {
+#if ACLNN_SIMD_BF16_INSTRUCTIONS
+  return __atomic_load_n(&aclnn_cpu::g_bf16_instructions, __ATOMIC_RELAXED);
+#else
+  return false;
+#endif
+}
+
 template <>
 inline void store<bfloat16_t>(bfloat16_t* p, VecF v) {
+#if ACLNN_SIMD_BF16_INSTRUCTIONS
+  if (bf16_instructions() && _mm512_fpclass_ps_mask((__m512)v, kBf16Fixups) == 0) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh((__m512)v));
+    return;
+  }
+#endif
   store_u16(reinterpret_cast<uint16_t*>(p), float_to_bf16_bits(v));
 }
 
@@ -546,20 +581,118 @@ inline void store_or_stream(T* p, VecF v) {
   else store(p, v);
 }
 
-// True when an op moving `bytes` (inputs read plus outputs written) is well beyond the
-// last-level cache (twice its size), so streaming its outputs saves memory traffic; near the
-// cache size normal stores win. The cache size comes from the C library when it knows it
-// (32 MiB otherwise).
-inline bool streams_worthwhile(uint64_t bytes) {
-  static const uint64_t last_level = [] {
-    long size = -1;
-#if defined(_SC_LEVEL3_CACHE_SIZE)
-    size = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (size <= 0) size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+// True when an op moving `bytes` (inputs read plus outputs written) overflows the last-level
+// cache, so its outputs cannot stay there for the next op anyway: streaming them skips the
+// read-for-ownership of every destination line and leaves the cache to the inputs.
+inline bool streams_worthwhile(uint64_t bytes) { return bytes > aclnn_cpu::last_level_cache_bytes(); }
+
+// ---------------------------------------------------------------------------------------------
+// Pairs: 2 * kWidth consecutive elements as two vectors. float, half_t and double keep element
+// order (first kWidth, next kWidth); bfloat16_t splits even and odd elements, because one wide
+// load then gives both vectors with a shift and a mask, and the store packs two vectors with
+// one vcvtne2ps2bf16 + vpermw (or three integer ops), instead of a widening move per vector.
+// The lane order is therefore only meaningful between a load_pair and a store_pair of the same
+// layout: use pairs for lane-wise math whose operands are all loaded as pairs of types with
+// the same layout (kSameLayout) or are broadcasts, and for reductions whose order only has to
+// be fixed (the sum of a pair's lanes is deterministic, just not in element order).
+
+template <class T>
+constexpr bool kSplitPair = std::is_same<T, bfloat16_t>::value;
+template <class A, class B>
+constexpr bool kSameLayout = kSplitPair<A> == kSplitPair<B>;
+
+struct Pair {
+  VecF a, b;
+};
+
+template <class T>
+inline Pair load_pair(const T* p) {
+  if constexpr (kSplitPair<T>) {
+    VecU raw;
+    std::memcpy(&raw, p, sizeof raw);
+    return Pair{(VecF)(raw << 16), (VecF)(raw & 0xffff0000u)};
+  } else {
+    return Pair{load(p), load(p + kWidth)};
+  }
+}
+
+namespace detail {
+// The bits of a bf16 pair (even, odd) packed back into element order, 2 * kWidth values.
+inline VecU bf16_pair_bits(Pair v) {
+#if ACLNN_SIMD_BF16_INSTRUCTIONS
+  if (bf16_instructions() &&
+      (_mm512_fpclass_ps_mask((__m512)v.a, kBf16Fixups) | _mm512_fpclass_ps_mask((__m512)v.b, kBf16Fixups)) == 0) {
+    // cvtne2ps(b, a): words 0-15 from a (even elements), 16-31 from b (odd); interleave.
+    const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                           22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return (VecU)_mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh((__m512)v.b, (__m512)v.a));
+  }
 #endif
-    return size > 0 ? uint64_t(size) : uint64_t(32) << 20;
-  }();
-  return bytes > 2 * last_level;
+  return (VecU)float_to_bf16_bits(v.a) | ((VecU)float_to_bf16_bits(v.b) << 16);
+}
+}  // namespace detail
+
+template <class T>
+inline void store_pair(T* p, Pair v) {
+  if constexpr (kSplitPair<T>) {
+    const VecU bits = detail::bf16_pair_bits(v);
+    std::memcpy(p, &bits, sizeof bits);
+  } else {
+    store(p, v.a);
+    store(p + kWidth, v.b);
+  }
+}
+
+// Streaming pair store; p aligned to kPairStreamAlign<T> (a whole line when the pair is one).
+template <class T>
+constexpr std::size_t kPairStreamAlign = kSplitPair<T> ? 2 * kWidth * sizeof(T) : kStreamAlign<T>;
+
+template <class T>
+inline void stream_pair(T* p, Pair v) {
+  if constexpr (kSplitPair<T>) {
+    const VecU bits = detail::bf16_pair_bits(v);
+#if ACLNN_ISA_LEVEL == 2
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), (__m512i)bits);
+#elif ACLNN_ISA_LEVEL == 1
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), (__m256i)bits);
+#elif ACLNN_SIMD_X86
+    _mm_stream_si128(reinterpret_cast<__m128i*>(p), (__m128i)bits);
+#else
+    std::memcpy(p, &bits, sizeof bits);
+#endif
+  } else {
+    stream(p, v.a);
+    stream(p + kWidth, v.b);
+  }
+}
+
+// store_or_stream for a pair: streamed when kStream and p is pair-stream-aligned.
+template <bool kStream, class T>
+inline void store_or_stream_pair(T* p, Pair v) {
+  if (kStream && (reinterpret_cast<std::uintptr_t>(p) & (kPairStreamAlign<T> - 1)) == 0) stream_pair(p, v);
+  else store_pair(p, v);
+}
+
+// store_run with pairs: `pair(i)` gives the Pair for elements [i, i + 2 * kWidth), `value(i,
+// count)` a single vector as for store_run (used for the head, before the stream alignment,
+// and for the tail). Same values as store_run, whatever the split.
+template <bool kStream, class T, class PairValue, class Value>
+inline void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) {
+  constexpr int64_t kPair = 2 * kWidth;
+  int64_t i = 0;
+  if constexpr (kStream) {
+    const std::uintptr_t misalign = reinterpret_cast<std::uintptr_t>(out) & (kPairStreamAlign<T> - 1);
+    int64_t head = 0;
+    if (misalign != 0) head = misalign % sizeof(T) != 0 ? n : int64_t((kPairStreamAlign<T> - misalign) / sizeof(T));
+    if (head < n && n - head >= kPair) {
+      for (; i + kWidth <= head; i += kWidth) store(out + i, value(i, int64_t(kWidth)));
+      if (i < head) store_partial(out + i, value(i, head - i), head - i), i = head;
+      for (; i + kPair <= n; i += kPair) stream_pair(out + i, pair(i));
+    }
+  }
+  for (; i + kPair <= n; i += kPair) store_pair(out + i, pair(i));
+  for (; i + kWidth <= n; i += kWidth) store(out + i, value(i, int64_t(kWidth)));
+  if (i < n) store_partial(out + i, value(i, n - i), n - i);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,62 @@
+// Size of the last-level cache one core can use, for the kernels' streaming-store decisions.
+//
+// sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) can report the whole package (in a KVM
+// guest on an AMD EPYC host it gives 320 MiB, ten CCDs' worth, while cpu0's L3 is 32 MiB),
+// which would switch streaming stores off for every realistic tensor.
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "aclnn_cpu/cache_info.h"
+
+namespace aclnn_cpu {
+namespace {
+
+// "32768K" -> bytes; 0 if unreadable.
+uint64_t read_size(const char* path) {
+  std::FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return 0;
+  unsigned long long value = 0;
+  char unit = 0;
+  const int got = std::fscanf(f, "%llu%c", &value, &unit);
+  std::fclose(f);
+  if (got < 1) return 0;
+  const uint64_t scale = unit == 'K' ? 1024ull : unit == 'M' ? 1024ull * 1024 : unit == 'G' ? 1024ull * 1024 * 1024 : 1;
+  return uint64_t(value) * scale;
+}
+
+uint64_t detect() {
+  uint64_t best = 0;
+  char path[96];
+  for (int index = 0; index < 8; ++index) {  // the largest of cpu0's caches is the last level
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    const uint64_t size = read_size(path);
+    if (size > best) best = size;
+  }
+  if (best > 0) return best;
+  long size = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+  size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (size <= 0) size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+  return size > 0 ? uint64_t(size) : uint64_t(32) << 20;
+}
+
+}  // namespace
+
+uint64_t last_level_cache_bytes() {
+  static const uint64_t bytes = [] {
+    // ACLNN_CPU_LLC_BYTES overrides (tests, and machines whose sysfs misleads).
+    const char* env = std::getenv("ACLNN_CPU_LLC_BYTES");
+    if (env != nullptr && *env != '\0') {
+      const unsigned long long v = std::strtoull(env, nullptr, 10);
+      if (v > 0) return uint64_t(v);
+    }
+    return detect();
+  }();
+  return bytes;
+}
+
+}  // namespace aclnn_cpu
