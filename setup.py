@@ -40,6 +40,15 @@ if IS_X86_64:
     ]
 
 
+BF16_PROBE = """#include <immintrin.h>
+int main() {
+  __m512 x = _mm512_set1_ps(1.0f);
+  __m512i y = (__m512i)_mm512_cvtne2ps_pbh(x, x);
+  return (int)_mm512_fpclass_ps_mask(x, 0x20) + _mm_cvtsi128_si32(_mm512_castsi512_si128(y));
+}
+"""
+
+
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -100,6 +109,13 @@ class CoreLibrary:
                 self.defines.append("-DACLNN_HAVE_AVX2")
             if value == 2:
                 self.defines.append("-DACLNN_HAVE_AVX512")
+        # AVX512-BF16 conversions inside the avx512 level, switched on at run time only where the
+        # CPU has them (simd.h); a compiler without -mavx512bf16 just leaves them out.
+        self.levels = [(name, value, flags + ["-mavx512bf16"])
+                       if value == 2 and compiler_accepts(flags + ["-mavx512bf16"], BF16_PROBE) else (name, value, flags)
+                       for name, value, flags in self.levels]
+        if any("-mavx512bf16" in flags for _, _, flags in self.levels):
+            self.defines.append("-DACLNN_HAVE_AVX512BF16")
         self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
                         f'-DACLNN_CPU_VERSION="{project_version()}"']
                        + OPT_FLAGS + openmp + self.defines + (SANITIZE_FLAGS if SANITIZE else []))
@@ -111,9 +127,10 @@ class CoreLibrary:
         for src in sorted((ROOT / "runtime").glob("*.cpp")) + sorted((ROOT / "runtime" / "generated").glob("*.cpp")):
             rel = src.relative_to(ROOT).with_suffix(".o")
             jobs.append((src, self.build_temp / "core" / rel, []))
-        for src in sorted((ROOT / "ops").glob("*.cpp")):
+        per_level = sorted((ROOT / "ops").glob("*.cpp")) + sorted((ROOT / "runtime" / "per_isa").glob("*.cpp"))
+        for src in per_level:
             for name, value, flags in self.levels:
-                obj = self.build_temp / "core" / "ops" / name / (src.stem + ".o")
+                obj = self.build_temp / "core" / src.parent.relative_to(ROOT) / name / (src.stem + ".o")
                 # -ffp-contract=off: GCC would fuse a*b+c into FMA on the AVX levels even in ISO
                 # mode; kernels decide where rounding happens, not the compiler.
                 jobs.append((src, obj, flags + ["-ffp-contract=off", f"-DACLNN_ISA_LEVEL={value}"]))

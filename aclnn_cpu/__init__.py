@@ -87,6 +87,8 @@ def config() -> dict:
         "isa": _config.get_isa(),
         "best_isa": _config.best_isa(),
         "available_isas": list(_config.available_isas()),
+        "bf16_convert": ("avx512bf16 instructions" if _config.bf16_instructions() and _config.get_isa() == "avx512"
+                         else "integer rounding"),
         "threads": _config.get_num_threads(),
         "openmp": bool(_config.openmp()),
         "product": _config.get_product(),

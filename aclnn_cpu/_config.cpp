@@ -15,6 +15,8 @@
 
 namespace py = pybind11;
 
+extern "C" int aclnn_cpu_simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
+
 namespace {
 
 using aclnn_cpu::Isa;
@@ -71,6 +73,21 @@ void set_isa(const std::string& name) {
   throw py::value_error("unknown ISA level '" + name + "'; valid: 'baseline', 'avx2', 'avx512'");
 }
 
+// Element sizes of the self-test's dtype codes: 0 float32, 1 float16, 2 bfloat16.
+int64_t code_itemsize(int code) { return code == 0 ? 4 : (code == 1 || code == 2) ? 2 : 0; }
+
+void simd_convert(py::buffer src, int from, py::buffer dst, int to, int path) {
+  py::buffer_info in = src.request(), out = dst.request(true);
+  const int64_t n = in.size;
+  if (code_itemsize(from) == 0 || code_itemsize(to) == 0) throw py::value_error("dtype codes are 0, 1, 2");
+  if (out.size != n || in.itemsize != code_itemsize(from) || out.itemsize != code_itemsize(to))
+    throw py::value_error("src/dst sizes do not match the dtype codes");
+  for (const py::buffer_info* b : {&in, &out})
+    if (b->ndim != 1 || b->strides[0] != b->itemsize) throw py::value_error("src and dst must be contiguous 1-D");
+  if (aclnn_cpu_simd_selftest_convert(from, to, in.ptr, out.ptr, n, path) != 0)
+    throw py::value_error("path is 0 (vectors), 1 (pairs) or 2 (streamed pairs)");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_config, m) {
@@ -98,6 +115,17 @@ PYBIND11_MODULE(_config, m) {
   m.def("best_isa", [] { return std::string(aclnn_cpu::isa_name(aclnn_cpu::best_supported_isa())); },
         "The best level this CPU and this build support.");
   m.def("available_isas", &available_isas, "Levels this CPU and build can run, lowest first.");
+
+  m.def("bf16_instructions", &aclnn_cpu::bf16_instructions_enabled,
+        "Whether the avx512 level converts to bf16 with AVX512-BF16 instructions (same results).");
+  m.def("bf16_instructions_available", &aclnn_cpu::bf16_instructions_available,
+        "Whether this CPU and build have the AVX512-BF16 conversions.");
+  m.def("set_bf16_instructions", &aclnn_cpu::set_bf16_instructions, py::arg("on"),
+        "Use (or not) the AVX512-BF16 conversions; False when asked for them without them.");
+  m.def("simd_convert", &simd_convert, py::arg("src"), py::arg("from_code"), py::arg("dst"),
+        py::arg("to_code"), py::arg("path"),
+        "Test hook: converts contiguous src into dst with the active level's SIMD loads and "
+        "stores (codes 0 float32, 1 float16, 2 bfloat16; path 0 vectors, 1 pairs, 2 streamed).");
 
   m.def("version", [] { return std::string(aclnn_cpu::version()); }, "Library version.");
   m.def("openmp", &aclnn_cpu::built_with_openmp, "Whether the library was built with OpenMP.");

@@ -47,6 +47,23 @@ bool cpu_has_avx512_level() {
 #endif
 }
 
+// AVX512-BF16 (vcvtneps2bf16), used by the level-2 bf16 stores when the build compiled it in.
+bool cpu_has_avx512_bf16() {
+#if (defined(__x86_64__) || defined(__i386__)) && defined(ACLNN_HAVE_AVX512BF16)
+  // CPUID leaf 7 subleaf 1, EAX bit 5; the AVX-512 level check covers the OS state.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return cpu_has_avx512_level() && (eax & (1u << 5)) != 0;
+#else
+  return false;
+#endif
+}
+
+bool initial_bf16_instructions() {
+  const char* env = std::getenv("ACLNN_CPU_BF16_INSTRUCTIONS");
+  return cpu_has_avx512_bf16() && !(env != nullptr && std::strcmp(env, "0") == 0);
+}
+
 // The best level compiled into this library (kernels exist only for these).
 Isa best_built_isa() {
 #if defined(ACLNN_HAVE_AVX512)
@@ -99,6 +116,21 @@ std::atomic<int>& active_level() {
 }
 
 }  // namespace
+
+bool g_bf16_instructions = initial_bf16_instructions();
+
+bool bf16_instructions_available() {
+  static const bool available = cpu_has_avx512_bf16();
+  return available;
+}
+
+bool bf16_instructions_enabled() { return __atomic_load_n(&g_bf16_instructions, __ATOMIC_RELAXED); }
+
+bool set_bf16_instructions(bool on) {
+  if (on && !bf16_instructions_available()) return false;
+  __atomic_store_n(&g_bf16_instructions, on, __ATOMIC_RELAXED);
+  return true;
+}
 
 Isa best_supported_isa() {
   static const Isa best = detect_best();

@@ -28,13 +28,22 @@ def torch():
     return _torch
 
 
-@pytest.fixture(params=list(_config.available_isas()))
+# Every ISA level this machine has; where the avx512 level can convert to bf16 with the
+# AVX512-BF16 instructions, also that level with them off (the integer rounding path).
+ISA_VARIANTS = list(_config.available_isas()) + (
+    ["avx512-nobf16"] if _config.bf16_instructions_available() and "avx512" in _config.available_isas() else [])
+
+
+@pytest.fixture(params=ISA_VARIANTS)
 def isa(request):
-    """Runs the test once per ISA level this machine has, restoring the best one afterwards."""
-    previous = _config.get_isa()
-    _config.set_isa(request.param)
-    yield request.param
+    """Runs the test once per ISA variant this machine has, restoring the defaults afterwards."""
+    previous, previous_bf16 = _config.get_isa(), _config.bf16_instructions()
+    level, _, variant = request.param.partition("-")
+    _config.set_isa(level)
+    _config.set_bf16_instructions(variant != "nobf16" and _config.bf16_instructions_available())
+    yield level
     _config.set_isa(previous)
+    _config.set_bf16_instructions(previous_bf16)
 
 
 @pytest.fixture

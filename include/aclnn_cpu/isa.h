@@ -14,6 +14,13 @@ bool set_active_isa(Isa level);
 Isa best_supported_isa();
 const char* isa_name(Isa level);  // "baseline", "avx2", "avx512"
 
+// AVX512-BF16 conversions inside the avx512 level (see simd.h): same results, fewer
+// instructions. On when the CPU and the build have them, unless ACLNN_CPU_BF16_INSTRUCTIONS=0;
+// set_bf16_instructions(true) fails without them. Not to be toggled while kernels run.
+bool bf16_instructions_available();
+bool bf16_instructions_enabled();
+bool set_bf16_instructions(bool on);
+
 }  // namespace aclnn_cpu
 
 #ifdef ACLNN_ISA_LEVEL

@@ -1,0 +1,129 @@
+// The SIMD conversions of simd.h, reachable on their own so tests can check every level's
+// loads and stores bit for bit against ml_dtypes/NumPy (aclnn_cpu._config.simd_convert). Not a
+// kernel and not part of the C API. Compiled once per ISA level, like ops/; the baseline copy
+// also holds the dispatcher (aclnn_cpu_simd_selftest_convert), which exists once.
+#include <cstdint>
+
+#include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/simd.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+using namespace simd;
+
+// Single vectors: whole vectors, then one partial tail.
+template <class S, class D>
+void convert_vectors(const S* src, D* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store(dst + i, load(src + i));
+  if (i < n) store_partial(dst + i, load_partial(src + i, n - i), n - i);
+}
+
+// Pairs: each block of 2 * kWidth elements goes through load_pair of S and store_pair of D.
+// When the two layouts differ the lanes are reordered through a buffer in between, so each
+// side's pair order is exercised on its own. The tail goes through single vectors.
+template <bool kStream, class S, class D>
+void convert_pairs(const S* src, D* dst, int64_t n) {
+  constexpr int64_t kPair = 2 * kWidth;
+  int64_t i = 0;
+  if (kStream) {  // store normally up to the pair stream alignment
+    while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & (kPairStreamAlign<D> - 1)) != 0) {
+      dst[i] = from_float<D>(to_float(src[i]));
+      ++i;
+    }
+  }
+  for (; i + kPair <= n; i += kPair) {
+    Pair v = load_pair(src + i);
+    if constexpr (!kSameLayout<S, D>) {
+      alignas(64) float element[kPair], a[kWidth], b[kWidth];
+      store(a, v.a);
+      store(b, v.b);
+      for (int k = 0; k < kWidth; ++k) {  // back to element order ...
+        element[kSplitPair<S> ? 2 * k : k] = a[k];
+        element[kSplitPair<S> ? 2 * k + 1 : k + kWidth] = b[k];
+      }
+      for (int k = 0; k < kWidth; ++k) {  // ... and into D's pair order
+        a[k] = element[kSplitPair<D> ? 2 * k : k];
+        b[k] = element[kSplitPair<D> ? 2 * k + 1 : k + kWidth];
+      }
+      v = Pair{load(static_cast<const float*>(a)), load(static_cast<const float*>(b))};
+    }
+    if (kStream) stream_pair(dst + i, v);
+    else store_pair(dst + i, v);
+  }
+  if (kStream) stream_fence();
+  convert_vectors(src + i, dst + i, n - i);
+}
+
+template <class S, class D>
+void convert_typed(const void* src, void* dst, int64_t n, int path) {
+  const S* s = static_cast<const S*>(src);
+  D* d = static_cast<D*>(dst);
+  if (path == 0) convert_vectors(s, d, n);
+  else if (path == 1) convert_pairs<false>(s, d, n);
+  else convert_pairs<true>(s, d, n);
+}
+
+template <class S>
+bool convert_from(int to, const void* src, void* dst, int64_t n, int path) {
+  switch (to) {
+    case 0: convert_typed<S, float>(src, dst, n, path); return true;
+    case 1: convert_typed<S, half_t>(src, dst, n, path); return true;
+    case 2: convert_typed<S, bfloat16_t>(src, dst, n, path); return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// from/to: 0 float32, 1 float16, 2 bfloat16; path: 0 vectors, 1 pairs, 2 streamed pairs.
+bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path) {
+  switch (from) {
+    case 0: return convert_from<float>(to, src, dst, n, path);
+    case 1: return convert_from<half_t>(to, src, dst, n, path);
+    case 2: return convert_from<bfloat16_t>(to, src, dst, n, path);
+    default: return false;
+  }
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
+
+#if ACLNN_ISA_LEVEL == 0
+// ---------------------------------------------------------------------------------------------
+// Dispatch to the active level (in the baseline object only).
+
+namespace aclnn_cpu {
+#if defined(ACLNN_HAVE_AVX2)
+namespace isa_avx2 {
+bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
+}
+#endif
+#if defined(ACLNN_HAVE_AVX512)
+namespace isa_avx512 {
+bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
+}
+#endif
+}  // namespace aclnn_cpu
+
+// Converts n elements with the active level's simd.h loads and stores. Returns 0, or -1 for
+// an unknown dtype or path code. For tests only (see the per-level file).
+extern "C" __attribute__((visibility("default"))) int aclnn_cpu_simd_selftest_convert(
+    int from, int to, const void* src, void* dst, int64_t n, int path) {
+  using namespace aclnn_cpu;
+  if (path < 0 || path > 2 || n < 0) return -1;
+  bool ok = false;
+  switch (active_isa()) {
+#if defined(ACLNN_HAVE_AVX512)
+    case Isa::Avx512: ok = isa_avx512::simd_selftest_convert(from, to, src, dst, n, path); break;
+#endif
+#if defined(ACLNN_HAVE_AVX2)
+    case Isa::Avx2: ok = isa_avx2::simd_selftest_convert(from, to, src, dst, n, path); break;
+#endif
+    default: ok = isa_baseline::simd_selftest_convert(from, to, src, dst, n, path); break;
+  }
+  return ok ? 0 : -1;
+}
+#endif  // ACLNN_ISA_LEVEL == 0
