@@ -153,12 +153,13 @@ inline __attribute__((always_inline)) Sums plane_sums(const T* dy, const T* x, i
   const VecF m = set1(mean);
   int64_t i = 0;
   if (with_x) {
+    // Pairs: dY and X share one layout, and a sum only needs a fixed order, not element order.
     for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
-      const VecF d0 = load(dy + i), d1 = load(dy + i + kWidth);
-      s0 = fma(d0, load(x + i) - m, s0);
-      s1 = fma(d1, load(x + i + kWidth) - m, s1);
-      b0 = b0 + d0;
-      b1 = b1 + d1;
+      const Pair d = load_pair(dy + i), v = load_pair(x + i);
+      s0 = fma(d.a, v.a - m, s0);
+      s1 = fma(d.b, v.b - m, s1);
+      b0 = b0 + d.a;
+      b1 = b1 + d.b;
     }
     if (i + kWidth <= len) {
       const VecF d0 = load(dy + i);
@@ -173,8 +174,9 @@ inline __attribute__((always_inline)) Sums plane_sums(const T* dy, const T* x, i
     }
   } else {
     for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
-      b0 = b0 + load(dy + i);
-      b1 = b1 + load(dy + i + kWidth);
+      const Pair d = load_pair(dy + i);
+      b0 = b0 + d.a;
+      b1 = b1 + d.b;
     }
     if (i + kWidth <= len) b0 = b0 + load(dy + i), i += kWidth;
     if (i < len) b1 = b1 + load_partial(dy + i, len - i);
@@ -214,7 +216,12 @@ struct Coef {
 template <bool kStream, class T>
 inline __attribute__((always_inline)) void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
   const VecF c1 = set1(k.c1), c2 = set1(k.c2), c3 = set1(k.c3), m = set1(k.mean);
-  store_run<kStream>(dx, len, [&](int64_t i, int64_t count) {
+  // The coefficients are broadcasts, so pairs of dY, X and dX (one layout) line up lane for lane.
+  const auto pair = [&](int64_t i) {
+    const Pair d = load_pair(dy + i), v = load_pair(x + i);
+    return Pair{fma(c1, d.a, fma(c2, v.a - m, c3)), fma(c1, d.b, fma(c2, v.b - m, c3))};
+  };
+  store_run_pairs<kStream>(dx, len, pair, [&](int64_t i, int64_t count) {
     if (count == kWidth) return fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3));
     return fma(c1, load_partial(dy + i, count), fma(c2, load_partial(x + i, count) - m, c3));
   });

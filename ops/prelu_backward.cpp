@@ -169,6 +169,16 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
     const VecF wv = set1(w);
     int64_t i = 0;
+    // Pairs (w is a broadcast, so gradInput's pair lines up with the inputs'); both halves add
+    // into the one accumulator, so its lanes never depend on where the run starts.
+    for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
+      const Pair xv = load_pair(x + i), gv = load_pair(go + i);
+      const Mask pa = cmp_gt(xv.a, zero()), pb = cmp_gt(xv.b, zero());
+      const Pair out{select(pa, gv.a, gv.a * wv), select(pb, gv.b, gv.b * wv)};
+      store_or_stream_pair<kStream>(gi + i, out);
+      acc = acc + select(pa, zero(), xv.a * gv.a);
+      acc = acc + select(pb, zero(), xv.b * gv.b);
+    }
     for (; i + kWidth <= len; i += kWidth) {
       const VecF xv = load(x + i), gv = load(go + i);
       const Mask positive = cmp_gt(xv, zero());

@@ -60,16 +60,19 @@ Layout make_layout(const SoftmaxBackwardArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // Row kernels (contiguous along the dim).
 
-// sum(g * y) over n elements; four accumulators, combined in a fixed order.
+// sum(g * y) over n elements; four accumulators, combined in a fixed order. g and y load as
+// pairs (one layout, and the sum needs a fixed order, not element order).
 template <class T>
 float dot_row(const T* g, const T* y, int64_t n) {
   VecF a0 = zero(), a1 = zero(), a2 = zero(), a3 = zero();
   int64_t i = 0;
   for (; i + 4 * kWidth <= n; i += 4 * kWidth) {
-    a0 = fma(load(g + i), load(y + i), a0);
-    a1 = fma(load(g + i + kWidth), load(y + i + kWidth), a1);
-    a2 = fma(load(g + i + 2 * kWidth), load(y + i + 2 * kWidth), a2);
-    a3 = fma(load(g + i + 3 * kWidth), load(y + i + 3 * kWidth), a3);
+    const Pair g0 = load_pair(g + i), y0 = load_pair(y + i);
+    const Pair g1 = load_pair(g + i + 2 * kWidth), y1 = load_pair(y + i + 2 * kWidth);
+    a0 = fma(g0.a, y0.a, a0);
+    a1 = fma(g0.b, y0.b, a1);
+    a2 = fma(g1.a, y1.a, a2);
+    a3 = fma(g1.b, y1.b, a3);
   }
   for (; i + kWidth <= n; i += kWidth) a0 = fma(load(g + i), load(y + i), a0);
   if (i < n) a1 = fma(load_partial(g + i, n - i), load_partial(y + i, n - i), a1);
@@ -79,10 +82,18 @@ float dot_row(const T* g, const T* y, int64_t n) {
 template <bool kStream, class T, class O>
 void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
   const VecF s = set1(sum);
-  store_run<kStream>(out, n, [&](int64_t i, int64_t count) {
+  const auto value = [&](int64_t i, int64_t count) {
     if (count == kWidth) return load(y + i) * (load(g + i) - s);
     return load_partial(y + i, count) * (load_partial(g + i, count) - s);
-  });
+  };
+  if constexpr (kSameLayout<T, O>) {  // pairs line up lane for lane from inputs to out
+    store_run_pairs<kStream>(out, n, [&](int64_t i) {
+      const Pair gp = load_pair(g + i), yp = load_pair(y + i);
+      return Pair{yp.a * (gp.a - s), yp.b * (gp.b - s)};
+    }, value);
+  } else {
+    store_run<kStream>(out, n, value);
+  }
 }
 
 template <class O>
