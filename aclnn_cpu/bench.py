@@ -490,6 +490,11 @@ def _agreement(ours: List[np.ndarray], theirs: List[object]) -> List[Optional[fl
     return out
 
 
+def _median_ratio(numerators: Sequence[float], denominators: Sequence[float]) -> float:
+    """Median over rounds of numerator / denominator (samples of the same round paired)."""
+    return statistics.median(a / b for a, b in zip(numerators, denominators))
+
+
 def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_time: float,
              cache_bytes: int, allocate: bool = False) -> Dict:
     """Time one case at one dtype and thread count; returns the result row (errors included)."""
@@ -531,9 +536,12 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
     if row["ours_ms"]:
         row["ours_gbps"] = prepared.bytes_moved / (row["ours_ms"] * 1e-3) / 1e9
         row["ours_ns_per_element"] = row["ours_ms"] * 1e6 / max(prepared.elements, 1)
-        row["copy_fraction"] = row["copy_ms"] / row["ours_ms"]
+        # Ratios are taken round by round, then the median: the samples of one round sit next
+        # to each other in time, so a slow spell of this shared machine (it comes and goes
+        # within a run) slows both sides of a ratio instead of one side of a median.
+        row["copy_fraction"] = _median_ratio(timing["copy"]["samples"], timing["ours"]["samples"])
         if row["torch_ms"]:
-            row["speedup"] = row["torch_ms"] / row["ours_ms"]
+            row["speedup"] = _median_ratio(timing["torch"]["samples"], timing["ours"]["samples"])
     row["copy_gbps"] = prepared.bytes_moved / (row["copy_ms"] * 1e-3) / 1e9
     if "ours" in fns and "torch" in fns:
         try:
