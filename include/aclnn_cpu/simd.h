@@ -476,20 +476,31 @@ constexpr bool kLineStreams = ACLNN_ISA_LEVEL == 2 && sizeof(T) == 4;
 template <class T>
 constexpr bool kLinePairStreams = ACLNN_ISA_LEVEL == 2 && (sizeof(T) == 4 || sizeof(T) == 2);
 
-template <class T>
-inline bool stream_aligned(const T* p) {
-  return (reinterpret_cast<std::uintptr_t>(p) & (kStreamAlign<T> - 1)) == 0;
+// p is a multiple of `align` bytes (a power of two).
+template <std::size_t align, class T>
+inline bool aligned_to(const T* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & (align - 1)) == 0;
 }
 
-// Elements to store normally before p + head is stream-aligned (at most n); n if p cannot get
+// Elements to store normally before p + head is `align`-aligned (at most n); n if p cannot get
 // there (not even element-aligned).
-template <class T>
-inline int64_t stream_head(const T* p, int64_t n) {
-  const std::uintptr_t misalign = reinterpret_cast<std::uintptr_t>(p) & (kStreamAlign<T> - 1);
+template <std::size_t align, class T>
+inline int64_t head_to(const T* p, int64_t n) {
+  const std::uintptr_t misalign = reinterpret_cast<std::uintptr_t>(p) & (align - 1);
   if (misalign == 0) return 0;
   if (misalign % sizeof(T) != 0) return n;
-  const int64_t head = int64_t((kStreamAlign<T> - misalign) / sizeof(T));
+  const int64_t head = int64_t((align - misalign) / sizeof(T));
   return head < n ? head : n;
+}
+
+template <class T>
+inline bool stream_aligned(const T* p) {
+  return aligned_to<kStreamAlign<T>>(p);
+}
+
+template <class T>
+inline int64_t stream_head(const T* p, int64_t n) {
+  return head_to<kStreamAlign<T>>(p, n);
 }
 
 template <class T>
@@ -655,10 +666,10 @@ inline void store_pair(T* p, Pair v) {
   }
 }
 
-// Streaming pair store; p aligned to kPairStreamAlign<T> (a whole line when the pair is one).
+// Streaming pair store; p aligned to kPairStreamAlign<T>: the pair's bytes, at most a line
+// (a multiple of kStreamAlign<T>, so each vector's own stream is aligned too).
 template <class T>
-constexpr std::size_t kPairStreamAlign = sizeof(T) == 2 ? (2 * kWidth * sizeof(T) < 64 ? 2 * kWidth * sizeof(T) : 64)
-                                                         : kStreamAlign<T>;
+constexpr std::size_t kPairStreamAlign = 2 * kWidth * sizeof(T) < 64 ? 2 * kWidth * sizeof(T) : 64;
 
 template <class T>
 inline void stream_pair(T* p, Pair v) {
@@ -687,8 +698,7 @@ inline void stream_pair(T* p, Pair v) {
 // store_or_stream for a pair: streamed when kStream and p is pair-stream-aligned.
 template <bool kStream, class T>
 inline void store_or_stream_pair(T* p, Pair v) {
-  if (kStream && kLinePairStreams<T> && (reinterpret_cast<std::uintptr_t>(p) & (kPairStreamAlign<T> - 1)) == 0)
-    stream_pair(p, v);
+  if (kStream && kLinePairStreams<T> && aligned_to<kPairStreamAlign<T>>(p)) stream_pair(p, v);
   else store_pair(p, v);
 }
 
@@ -700,9 +710,7 @@ inline void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) 
   constexpr int64_t kPair = 2 * kWidth;
   int64_t i = 0;
   if constexpr (kStream && kLinePairStreams<T>) {
-    const std::uintptr_t misalign = reinterpret_cast<std::uintptr_t>(out) & (kPairStreamAlign<T> - 1);
-    int64_t head = 0;
-    if (misalign != 0) head = misalign % sizeof(T) != 0 ? n : int64_t((kPairStreamAlign<T> - misalign) / sizeof(T));
+    const int64_t head = head_to<kPairStreamAlign<T>>(out, n);
     if (head < n && n - head >= kPair) {
       for (; i + kWidth <= head; i += kWidth) store(out + i, value(i, int64_t(kWidth)));
       if (i < head) store_partial(out + i, value(i, head - i), head - i), i = head;

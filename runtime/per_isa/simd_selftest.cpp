@@ -29,10 +29,7 @@ void convert_pairs(const S* src, D* dst, int64_t n) {
   constexpr int64_t kPair = 2 * kWidth;
   int64_t i = 0;
   if (kStream) {  // store normally up to the pair stream alignment
-    while (i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & (kPairStreamAlign<D> - 1)) != 0) {
-      dst[i] = from_float<D>(to_float(src[i]));
-      ++i;
-    }
+    for (const int64_t head = head_to<kPairStreamAlign<D>>(dst, n); i < head; ++i) dst[i] = from_float<D>(to_float(src[i]));
   }
   for (; i + kPair <= n; i += kPair) {
     Pair v = load_pair(src + i);
