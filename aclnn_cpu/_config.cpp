@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "aclnn_cpu/cache_info.h"
 #include "aclnn_cpu/isa.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/product.h"
@@ -122,6 +123,11 @@ PYBIND11_MODULE(_config, m) {
         "Whether this CPU and build have the AVX512-BF16 conversions.");
   m.def("set_bf16_instructions", &aclnn_cpu::set_bf16_instructions, py::arg("on"),
         "Use (or not) the AVX512-BF16 conversions; False when asked for them without them.");
+  m.def("llc_bytes", &aclnn_cpu::last_level_cache_bytes,
+        "Last-level cache size the kernels plan streaming stores with (bytes).");
+  m.def("set_llc_bytes", &aclnn_cpu::set_last_level_cache_bytes, py::arg("bytes"),
+        "Override llc_bytes() for this process (0 restores the detected size). Outputs of ops "
+        "whose traffic exceeds it go out with streaming stores; the values are the same.");
   m.def("simd_convert", &simd_convert, py::arg("src"), py::arg("from_code"), py::arg("dst"),
         py::arg("to_code"), py::arg("path"),
         "Test hook: converts contiguous src into dst with the active level's SIMD loads and "

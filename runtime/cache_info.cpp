@@ -5,6 +5,7 @@
 // which would switch streaming stores off for every realistic tensor.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,9 +45,17 @@ uint64_t detect() {
   return size > 0 ? uint64_t(size) : uint64_t(32) << 20;
 }
 
+// Set by set_last_level_cache_bytes (tests: a tiny size makes every kernel take its streaming
+// path on small data); 0 means "what the machine says".
+std::atomic<uint64_t> g_override{0};
+
 }  // namespace
 
+void set_last_level_cache_bytes(uint64_t bytes) { g_override.store(bytes, std::memory_order_relaxed); }
+
 uint64_t last_level_cache_bytes() {
+  const uint64_t forced = g_override.load(std::memory_order_relaxed);
+  if (forced != 0) return forced;
   static const uint64_t bytes = [] {
     // ACLNN_CPU_LLC_BYTES overrides (tests, and machines whose sysfs misleads).
     const char* env = std::getenv("ACLNN_CPU_LLC_BYTES");

@@ -1,0 +1,124 @@
+"""Streaming stores change where bytes go, never which bytes.
+
+Every streaming op (PReLU, GroupNorm, Softmax) streams its elementwise output when its traffic
+exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every call count as "too big", so
+the streaming code runs on small data, on every ISA level, for every kernel path, with outputs
+starting on a 64-byte line and one element past it (the head-peeling case). The streamed result
+must be bitwise equal to the plain one, which the per-op tests check against float64 references.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+from aclnn_cpu import _config
+from support import BFLOAT16
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
+
+
+@pytest.fixture
+def llc():
+    """A setter for the cache size the kernels plan with; restores the detected size after."""
+    yield _config.set_llc_bytes
+    _config.set_llc_bytes(0)
+
+
+def output_buffer(shape, dtype, misalign):
+    """An uninitialised array whose data starts on a 64-byte line, or `misalign` elements past it."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    raw = np.empty(count * dtype.itemsize + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + misalign * dtype.itemsize
+    out = raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+    out[...] = np.nan
+    return out
+
+
+def plain_and_streamed(llc, call):
+    """call() computed with the detected cache size and with every output streamed."""
+    assert _config.llc_bytes() > 1
+    plain = call()
+    llc(1)
+    assert _config.llc_bytes() == 1
+    streamed = call()
+    llc(0)
+    return plain, streamed
+
+
+def assert_same_bits(plain, streamed):
+    for a, b in zip(plain, streamed):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+
+
+# PReLU: channel runs, column blocks in pairs with and without a tail, several blocks, folded
+# short rows, one weight over everything, a long flat run.
+PRELU_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 100, 5, 5), (9, 130, 3, 7), (8, 64, 14, 14),
+                (7, 3000), (64, 5000), (5, 3, 3, 3), (3000, 7), (1, 1, 7001)]
+
+
+@pytest.mark.parametrize("shape", PRELU_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("misalign", [0, 1])
+def test_prelu_streamed_equals_plain(isa, llc, shape, dtype, misalign):
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal(shape).astype(dtype)
+    go = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[1] if len(shape) > 1 else 1).astype(dtype)
+
+    def call():
+        gi = output_buffer(shape, dtype, misalign)
+        gw = np.full(w.shape, np.nan, dtype)
+        return ac.prelu_backward(go, x, w, out=(gi, gw))
+
+    assert_same_bits(*plain_and_streamed(llc, call))
+
+
+# GroupNorm: (shape, N, C, HxW, G) with planes of a few lines, planes that are not whole lines,
+# and HxW = 1.
+GN_CASES = [((2, 6, 40, 40), 2, 6, 1600, 3), ((2, 64, 17, 17), 2, 64, 289, 8), ((3, 32, 100), 3, 32, 100, 32),
+            ((4, 16, 1), 4, 16, 1, 4), ((1, 8, 4099), 1, 8, 4099, 2)]
+
+
+@pytest.mark.parametrize("case", GN_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("misalign", [0, 1])
+def test_group_norm_streamed_equals_plain(isa, llc, case, dtype, misalign):
+    shape, N, C, HxW, G = case
+    rng = np.random.default_rng(N * C + HxW)
+    x = (rng.standard_normal(shape) * 1.5).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    grouped = x.astype(np.float64).reshape(N, G, -1)
+    mean = grouped.mean(-1).astype(dtype)
+    rstd = (1.0 / np.sqrt(grouped.var(-1) + 1e-5)).astype(dtype)
+    gamma = rng.standard_normal(C).astype(dtype)
+
+    def call():
+        outs = (output_buffer(shape, dtype, misalign), np.full(C, np.nan, dtype), np.full(C, np.nan, dtype))
+        return ac.group_norm_backward(dy, x, mean, rstd, gamma, N, C, HxW, G, output_mask=(True, True, True),
+                                      out=outs)
+
+    assert_same_bits(*plain_and_streamed(llc, call))
+
+
+# Softmax: rows of every length class (short flat blocks, whole rows, rows in chunks with
+# workspace partials) and the column kernels for dims that are not last.
+SOFTMAX_CASES = [((50, 20), -1), ((16, 1000), -1), ((2, 40000), -1), ((6, 129), -1), ((8, 64, 300), 1),
+                 ((3, 40, 17), 1), ((700, 33), 0)]
+
+
+@pytest.mark.parametrize("case", SOFTMAX_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("misalign", [0, 1])
+def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
+    shape, dim = case
+    rng = np.random.default_rng(sum(shape))
+    g = rng.standard_normal(shape).astype(dtype)
+    y = rng.random(shape).astype(dtype)
+
+    def call():
+        return (ac.softmax_backward(g, y, dim, out=output_buffer(shape, dtype, misalign)),)
+
+    assert_same_bits(*plain_and_streamed(llc, call))
