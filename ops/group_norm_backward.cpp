@@ -266,7 +266,7 @@ struct Kernel {
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
-        stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T))),
+        stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1)),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
         dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}

@@ -465,7 +465,7 @@ aclnnStatus prelu_backward(const PreluBackwardArgs& args, void* workspace) {
   const Layout l = make_layout(args);
   float* ws = static_cast<float*>(workspace);
   // gradInput of an op that overflows the last-level cache goes out with streaming stores.
-  const bool stream = streams_worthwhile(uint64_t(l.N * l.W) * 3 * args.self.itemsize());
+  const bool stream = streams_worthwhile(uint64_t(l.N * l.W) * 3 * args.self.itemsize(), 2);
   switch (args.self.dtype) {
     case DType::Float32: stream ? run_typed<true, float>(args, l, ws) : run_typed<false, float>(args, l, ws); return kSuccess;
     case DType::Float16: stream ? run_typed<true, half_t>(args, l, ws) : run_typed<false, half_t>(args, l, ws); return kSuccess;

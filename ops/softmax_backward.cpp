@@ -320,9 +320,9 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   const T* g = a.gradOutput.ptr<const T>();
   const T* y = a.output.ptr<const T>();
   O* out = a.out.ptr<O>();
-  // Outputs of an op that overflows the last-level cache go out with streaming stores.
+  // Outputs of an op that overflows the last-level cache twice go out with streaming stores.
   const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (2 * sizeof(T) + sizeof(O));
-  if (streams_worthwhile(bytes)) {
+  if (streams_worthwhile(bytes, 2)) {
     if (l.inner == 1) rows_path<true>(g, y, out, l, partials);
     else columns_path<true>(g, y, out, l);
   } else {

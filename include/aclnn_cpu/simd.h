@@ -605,15 +605,20 @@ inline void store_or_stream(T* p, VecF v) {
 }
 
 // True when an op moving `bytes` (inputs read plus outputs written) overflows the last-level
-// cache twice over, so its outputs cannot stay there for the next op anyway: streaming them
-// skips the read-for-ownership of every destination line and leaves the cache to the inputs.
-// Why twice: just past the cache, plain stores still win, since part of the working set
-// survives in L3 from call to call and streamed lines never do. Measured on Zen 4 (32 MiB L3),
-// 2 threads, streamed against plain: softmax bf16 [32, 512, 512] (50 MB) 1.97 against 1.17 ms,
-// PReLU bf16 [32, 64, 56, 56] (38 MB) 0.99 against 0.83 ms, GroupNorm bf16 N8 C320 64x64
-// (63 MB) 2.72 against 2.74 ms; at three times the cache streaming wins: softmax fp32 (100 MB)
-// 3.05 against 3.58 ms, GroupNorm bf16 N12 (94 MB) 2.99 against 3.36 ms.
-inline bool streams_worthwhile(uint64_t bytes) { return bytes > 2 * aclnn_cpu::last_level_cache_bytes(); }
+// cache `multiple` times over, so its outputs cannot stay there for the next op anyway:
+// streaming them skips the read-for-ownership of every destination line and leaves the cache
+// to the inputs. The multiple is the op's, measured on Zen 4 (32 MiB L3), 2 threads, streamed
+// against plain, in-process A/B:
+//   * single-pass ops (Softmax, PReLU): 2. Just past the cache plain stores win, since part of
+//     the working set survives in L3 from call to call and streamed lines never do: softmax
+//     bf16 [32, 512, 512] (50 MB) 1.35 against 1.09 ms, 1.37 against 0.96 ms; at 100 MB
+//     streaming wins, softmax fp32 3.05 against 3.58 ms.
+//   * GroupNorm: 1. Its fused groups are read twice (the second pass from L2), and plain dX
+//     stores compete for that cache: N8 C320 64x64 bf16 (63 MB) 1.50 against 1.64 ms and 1.53
+//     against 1.75 ms, N1 C128 256x256 bf16 (50 MB) 1.31 against 1.47 ms.
+inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
+  return bytes > multiple * aclnn_cpu::last_level_cache_bytes();
+}
 
 // ---------------------------------------------------------------------------------------------
 // Pairs: 2 * kWidth consecutive elements as two vectors. float, half_t and double keep element
