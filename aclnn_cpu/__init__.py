@@ -38,7 +38,7 @@ from aclnn_cpu._errors import (  # noqa: E402
     ParamNullptrError,
     Status,
 )
-from aclnn_cpu._glue import Executor  # noqa: E402
+from aclnn_cpu._glue import Executor, empty_aligned  # noqa: E402
 from aclnn_cpu._registry import OPS  # noqa: E402
 
 __version__ = _config.version()
@@ -109,6 +109,6 @@ def show_config() -> None:
 
 __all__ = [
     "AclnnError", "AclnnRuntimeError", "Executor", "InnerError", "OPS", "ParamInvalidError",
-    "ParamNullptrError", "Status", "config", "get_include", "get_library_dir", "get_num_threads",
+    "ParamNullptrError", "Status", "config", "empty_aligned", "get_include", "get_library_dir", "get_num_threads",
     "get_product", "set_num_threads", "set_product", "show_config", *_op_names,
 ]

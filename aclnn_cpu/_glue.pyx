@@ -406,13 +406,30 @@ def dtype_of(x):
 
 
 def new_output(shape, dtype):
-    """A fresh output array (bfloat16 accepted by name)."""
+    """A fresh output array (bfloat16 accepted by name), its data on a 64-byte cache line.
+
+    NumPy puts big arrays 16 bytes past a line (glibc's chunk header), and the kernels' streaming
+    stores only pay where every run of the output starts on a line (see simd.h,
+    stream_runs_fit), so outputs allocated here are line-aligned.
+    """
     if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
         dtype = _BFLOAT16
     elif not isinstance(dtype, np.dtype):
         mapped = _TORCH_TO_NUMPY.get(str(dtype))
         dtype = mapped if mapped is not None else np.dtype(dtype)
-    return np.empty(shape, dtype=dtype)
+    return empty_aligned(shape, dtype)
+
+
+def empty_aligned(shape, dtype):
+    """``np.empty(shape, dtype)`` whose data starts on a 64-byte line (for ``out=`` arrays)."""
+    dtype = _BFLOAT16 if isinstance(dtype, str) and dtype in ("bfloat16", "bf16") else np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes < 4096:
+        return np.empty(shape, dtype=dtype)
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def unpack_out(out, n, name):

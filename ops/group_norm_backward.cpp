@@ -37,6 +37,7 @@ constexpr int64_t kFusedMaxElems = 1 << 19;  // larger groups fused when there a
 constexpr int64_t kFusedMinTasks = 8;        // at least this many (n, g)
 constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chunked schedule
 constexpr int64_t kGrainElems = 32768;   // fewest elements worth a thread of their own
+constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short planes (HxW < kWidth)
 
 // Row-major flat index -> element offset of one tensor, with its dims coalesced.
 struct FlatIndex {
@@ -246,8 +247,17 @@ void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx
 
 // ---------------------------------------------------------------------------------------------
 
+// Bytes of the dX runs written one after another (for stream_runs_fit): planes, or for short
+// planes the channel blocks of group_short.
+inline uint64_t run_elems(const Plan& p) {
+  if (p.HxW >= kWidth) return uint64_t(p.HxW);
+  return uint64_t(std::min(p.D, kShortBlock / std::max<int64_t>(1, p.HxW)) * p.HxW);
+}
+
 template <class T>
 struct Kernel {
+  static uint64_t run_bytes(const Plan& p) { return run_elems(p) * sizeof(T); }
+
   const GroupNormBackwardArgs& a;
   const Plan& p;
   float* ws;
@@ -266,7 +276,8 @@ struct Kernel {
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
-        stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1)),
+        stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
+               stream_runs_fit(args.gradInput.ptr<T>(), run_bytes(plan))),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
         dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}
@@ -334,7 +345,7 @@ struct Kernel {
   // flat range in blocks of whole channels through stack buffers; per-channel sums are then
   // scalar over each channel's few positions, in order.
   void group_short(int64_t n, int64_t g) const {
-    constexpr int64_t kBlock = 1024;
+    constexpr int64_t kBlock = kShortBlock;
     const int64_t H = p.HxW, per_block = kBlock / H;
     const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
     const float m = mean()[n * p.G + g];

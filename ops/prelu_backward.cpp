@@ -112,10 +112,12 @@ Layout make_layout(const PreluBackwardArgs& a) {
     l.chunks_per_plane = std::max<int64_t>(1, (l.HxW + kPlaneChunk - 1) / kPlaneChunk);
   } else if (l.C > 0) {
     l.channels_per_block = std::max<int64_t>(1, kColumnBlock / std::max<int64_t>(1, l.HxW));
-    // Whole multiples of 16 positions per block keep block starts as aligned as the rows are
-    // (streaming stores need aligned vectors): round the channel count down to a multiple of
-    // 16 / gcd(HxW, 16) when the block stays within kColumnBlock positions.
-    const int64_t align = 16 / std::gcd<int64_t>(std::max<int64_t>(1, l.HxW), 16);
+    // Blocks of whole 64-byte lines keep block starts as aligned as the rows are (streaming
+    // stores need aligned lines): round the channel count down to a multiple of
+    // line / gcd(HxW, line), line = 64 bytes in elements, when the block stays within
+    // kColumnBlock positions.
+    const int64_t line = 64 / int64_t(x.itemsize());
+    const int64_t align = line / std::gcd<int64_t>(std::max<int64_t>(1, l.HxW), line);
     if (l.channels_per_block >= align) l.channels_per_block -= l.channels_per_block % align;
     l.blocks = (l.C + l.channels_per_block - 1) / l.channels_per_block;
     const int64_t wanted_chunks = std::max<int64_t>(1, (kColumnTasks + l.blocks - 1) / l.blocks);
@@ -461,17 +463,35 @@ uint64_t prelu_backward_workspace(const PreluBackwardArgs& args) {
   return uint64_t(l.weight_floats() + l.partial_count()) * sizeof(float);
 }
 
+namespace {
+
+// gradInput goes out with streaming stores when the op overflows twice the last-level cache and
+// its runs (planes or channel blocks, back to back in a row; rows at their stride) suit
+// streaming (stream_runs_fit).
+template <class T>
+bool streams(const PreluBackwardArgs& a, const Layout& l) {
+  if (!l.unit_runs || !streams_worthwhile(uint64_t(l.N * l.W) * 3 * sizeof(T), 2)) return false;
+  const int64_t run = l.channel_runs ? std::min(l.HxW, kPlaneChunk) : l.fold > 1 ? l.fold * l.W : l.channels_per_block * l.HxW;
+  const uint64_t run_bytes = uint64_t(run) * sizeof(T);
+  const bool rows_on_lines = l.N == 1 || (l.row_stride[kGi] * int64_t(sizeof(T))) % 64 == 0;
+  return stream_runs_fit(a.gradInput.ptr<T>(), run_bytes) && (rows_on_lines || run_bytes >= kLongRunBytes);
+}
+
+template <class T>
+void run_dtype(const PreluBackwardArgs& a, const Layout& l, float* ws) {
+  if (streams<T>(a, l)) run_typed<true, T>(a, l, ws);
+  else run_typed<false, T>(a, l, ws);
+}
+
+}  // namespace
+
 aclnnStatus prelu_backward(const PreluBackwardArgs& args, void* workspace) {
   const Layout l = make_layout(args);
   float* ws = static_cast<float*>(workspace);
-  // gradInput of an op that overflows the last-level cache goes out with streaming stores.
-  const bool stream = streams_worthwhile(uint64_t(l.N * l.W) * 3 * args.self.itemsize(), 2);
   switch (args.self.dtype) {
-    case DType::Float32: stream ? run_typed<true, float>(args, l, ws) : run_typed<false, float>(args, l, ws); return kSuccess;
-    case DType::Float16: stream ? run_typed<true, half_t>(args, l, ws) : run_typed<false, half_t>(args, l, ws); return kSuccess;
-    case DType::BFloat16:
-      stream ? run_typed<true, bfloat16_t>(args, l, ws) : run_typed<false, bfloat16_t>(args, l, ws);
-      return kSuccess;
+    case DType::Float32: return run_dtype<float>(args, l, ws), kSuccess;
+    case DType::Float16: return run_dtype<half_t>(args, l, ws), kSuccess;
+    case DType::BFloat16: return run_dtype<bfloat16_t>(args, l, ws), kSuccess;
     default: return kInner;
   }
 }

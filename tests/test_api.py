@@ -222,3 +222,29 @@ def test_cli_demo_runs_every_documented_example():
     for op in ac.OPS:
         assert op["name"] in demo.stdout
     assert "-28." in demo.stdout  # softmax example: out[0,0] = 1*(0 - (0+2+8+18)) = -28
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs the library allocates start on a 64-byte line (streaming stores need whole lines);
+# empty_aligned gives the same to callers preparing out= arrays.
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
+@pytest.mark.parametrize("shape", [(3000,), (64, 130), 5000, (2, 0, 3000)])
+def test_empty_aligned(dtype, shape):
+    a = ac.empty_aligned(shape, dtype)
+    expected_shape = (shape,) if isinstance(shape, int) else shape
+    assert a.shape == expected_shape and a.flags.c_contiguous and a.flags.writeable
+    assert a.dtype == (BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype))
+    if a.nbytes >= 4096:
+        assert a.ctypes.data % 64 == 0
+    a[...] = 1  # writable over its whole extent
+    assert (f64(a) == 1).all()
+
+
+def test_functional_outputs_are_line_aligned():
+    rng = np.random.default_rng(0)
+    g = rng.standard_normal((64, 130)).astype(np.float32)[:, 1:]  # a view 4 bytes past the line
+    y = rng.random((64, 129)).astype(np.float32)
+    out = ac.softmax_backward(g, y, -1)
+    assert out.ctypes.data % 64 == 0 and out.flags.c_contiguous
+    np.testing.assert_allclose(f64(out), softmax_backward_ref(g, y, -1), rtol=1e-5, atol=1e-6)

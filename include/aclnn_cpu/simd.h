@@ -608,16 +608,31 @@ inline void store_or_stream(T* p, VecF v) {
 // cache `multiple` times over, so its outputs cannot stay there for the next op anyway:
 // streaming them skips the read-for-ownership of every destination line and leaves the cache
 // to the inputs. The multiple is the op's, measured on Zen 4 (32 MiB L3), 2 threads, streamed
-// against plain, in-process A/B:
-//   * single-pass ops (Softmax, PReLU): 2. Just past the cache plain stores win, since part of
-//     the working set survives in L3 from call to call and streamed lines never do: softmax
-//     bf16 [32, 512, 512] (50 MB) 1.35 against 1.09 ms, 1.37 against 0.96 ms; at 100 MB
-//     streaming wins, softmax fp32 3.05 against 3.58 ms.
-//   * GroupNorm: 1. Its fused groups are read twice (the second pass from L2), and plain dX
-//     stores compete for that cache: N8 C320 64x64 bf16 (63 MB) 1.50 against 1.64 ms and 1.53
-//     against 1.75 ms, N1 C128 256x256 bf16 (50 MB) 1.31 against 1.47 ms.
+// against plain, in-process A/B, outputs on a line:
+//   * Softmax, GroupNorm: 1. Softmax [32, 512, 512] (50 MB bf16/fp16) 1.10 / 1.04 ms streamed
+//     against 1.41 / 1.13 ms plain, [24, 512, 512] bf16 (38 MB) 0.62 / 0.70 ms, [16, 512, 512]
+//     fp32 (50 MB) 0.82 / 1.06 ms; GroupNorm N8 C320 64x64 bf16 (63 MB) 1.50 / 1.64 ms.
+//   * PReLU: 2. Just past the cache its plain stores win or tie (bf16 [32, 64, 56, 56], 38 MB:
+//     1.17 ms streamed, 0.90 ms plain; [32, 1024, 14, 14]: 1.17 / 1.11 ms), well past it
+//     streaming wins (fp32 [32, 64, 56, 56], 77 MB: 1.45 ms, 157% of a copy's bandwidth).
 inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
   return bytes > multiple * aclnn_cpu::last_level_cache_bytes();
+}
+
+// Whether a 16-bit output written run by run (rows, planes: `run_bytes` each, back to back from
+// `out`) should stream. When its runs do not start on a line, each run's first and last lines
+// get plain (partly masked) stores beside the streamed ones, and for 16-bit data that measured
+// slower than not streaming at all unless the runs are long. Softmax [64, 512, 512], 1 KiB
+// rows, 2 threads, output 16 bytes past a line (where NumPy puts big arrays): bf16 4.95 ms
+// streamed, 3.68 ms plain (fp16 4.99 / 4.01); the same output on a line: 2.69 ms streamed.
+// 4 KiB rows: 2.79 streamed, 2.51 plain; GroupNorm's 8 KiB planes gain from streaming. fp32
+// outputs streamed no slower than plain even when misaligned (softmax fp32 1 KiB rows 3.63 /
+// 3.85 ms; columns 4 KiB 1.29 / 1.57 ms), so they always may.
+constexpr uint64_t kLongRunBytes = 8192;
+template <class T>
+inline bool stream_runs_fit(const T* out, uint64_t run_bytes) {
+  if (sizeof(T) >= 4) return true;
+  return run_bytes >= kLongRunBytes || (aligned_to<64>(out) && run_bytes % 64 == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
