@@ -422,13 +422,16 @@ def new_output(shape, dtype):
 
 def empty_aligned(shape, dtype):
     """``np.empty(shape, dtype)`` whose data starts on a 64-byte line (for ``out=`` arrays)."""
-    dtype = _BFLOAT16 if isinstance(dtype, str) and dtype in ("bfloat16", "bf16") else np.dtype(dtype)
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes < 4096:
+    if not isinstance(dtype, np.dtype):
+        dtype = _BFLOAT16 if isinstance(dtype, str) and dtype in ("bfloat16", "bf16") else np.dtype(dtype)
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    cdef Py_ssize_t nbytes = dtype.itemsize
+    for extent in shape:
+        nbytes *= extent
+    if nbytes < 4096:  # small: the alignment cannot matter, skip the extra work
         return np.empty(shape, dtype=dtype)
-    raw = np.empty(nbytes + 64, dtype=np.uint8)
-    start = (-raw.ctypes.data) % 64
+    cdef cnp.ndarray raw = np.empty(nbytes + 64, dtype=np.uint8)
+    cdef Py_ssize_t start = (64 - (<uintptr_t>cnp.PyArray_DATA(raw)) % 64) % 64
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
