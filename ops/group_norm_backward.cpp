@@ -247,7 +247,7 @@ void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx
 
 // ---------------------------------------------------------------------------------------------
 
-// Bytes of the dX runs written one after another (for stream_runs_fit): planes, or for short
+// Elements of the dX runs written one after another (for stream_runs_fit): planes, or for short
 // planes the channel blocks of group_short.
 inline uint64_t run_elems(const Plan& p) {
   if (p.HxW >= kWidth) return uint64_t(p.HxW);
@@ -256,8 +256,6 @@ inline uint64_t run_elems(const Plan& p) {
 
 template <class T>
 struct Kernel {
-  static uint64_t run_bytes(const Plan& p) { return run_elems(p) * sizeof(T); }
-
   const GroupNormBackwardArgs& a;
   const Plan& p;
   float* ws;
@@ -277,7 +275,7 @@ struct Kernel {
         fdx(plan.need_dx ? args.gradInput : args.input),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
         stream(plan.need_dx && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
-               stream_runs_fit(args.gradInput.ptr<T>(), run_bytes(plan))),
+               stream_runs_fit(args.gradInput.ptr<T>(), run_elems(plan) * sizeof(T))),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
         dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}

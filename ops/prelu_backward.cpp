@@ -19,6 +19,7 @@
 //     14], 2 threads: 1.7-2.0 ms with single rows, 1.0 ms with two; channel runs 0.9-1.2 ms).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <numeric>
 #include <type_traits>
 
@@ -277,20 +278,21 @@ inline void column_run_pairs(const T* const* go, const T* const* x, T* const* gi
     column_run<kStream>(go[r] + end, x[r] + end, gi[r] + end, kUnit, len - end, w + end, acc + end);
 }
 
-// The accumulators of column_run_pairs in element order, into `out`.
-template <class T>
+// The accumulators of column_run_pairs for bf16 (even/odd lanes) in element order, into `out`.
 inline void unpair_sums(const float* acc, float* out, int64_t len) {
   const int64_t end = pair_end(len);
-  if (kSplitPair<T>) {
-    for (int64_t base = 0; base < end; base += 2 * kWidth)
-      for (int k = 0; k < kWidth; ++k) {
-        out[base + 2 * k] = acc[base + k];
-        out[base + 2 * k + 1] = acc[base + kWidth + k];
-      }
-  } else {
-    std::copy(acc, acc + end, out);
-  }
+  for (int64_t base = 0; base < end; base += 2 * kWidth)
+    for (int k = 0; k < kWidth; ++k) {
+      out[base + 2 * k] = acc[base + k];
+      out[base + 2 * k + 1] = acc[base + kWidth + k];
+    }
   std::copy(acc + end, acc + len, out + end);
+}
+
+// Each position of channels [c0, c1) gets its channel's weight, from the block start.
+template <class W>
+inline void fill_block_weights(W* dst, const float* weights, int64_t c0, int64_t c1, int64_t HxW) {
+  for (int64_t c = c0; c < c1; ++c) std::fill(dst + (c - c0) * HxW, dst + (c - c0 + 1) * HxW, from_float<W>(weights[c]));
 }
 
 // Sum of n floats in a fixed grouping: in order when short, else four vector accumulators
@@ -385,8 +387,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
         const float* sums = acc;  // per-position sums in element order
         if (l.fold == 1 && l.unit_runs) {
           // Each row of the block is one contiguous run from j0: pairs.
-          for (int64_t c = c0; c < c1; ++c)
-            std::fill(wpair + (c - c0) * l.HxW, wpair + (c - c0 + 1) * l.HxW, from_float<ColumnWeight<T>>(weights[c]));
+          fill_block_weights(wpair, weights, c0, c1, l.HxW);
           const auto rows = [&](int64_t n, auto count) {
             constexpr int kRows = decltype(count)::value;
             const T* go[kRows];
@@ -403,14 +404,13 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           for (; n + 2 <= n1; n += 2) rows(n, std::integral_constant<int, 2>{});
           if (n < n1) rows(n, std::integral_constant<int, 1>{});
           if (kSplitPair<T>) {
-            unpair_sums<T>(acc, wcol, j1 - j0);
+            unpair_sums(acc, wcol, j1 - j0);
             sums = wcol;
           }
         } else if (l.fold > 1) {
           // Short contiguous rows: `fold` rows at a time form one run, with the block's
           // weights and accumulators repeated per row; the copies are added up below.
-          for (int64_t c = c0; c < c1; ++c)
-            std::fill(wcol + (c - c0) * l.HxW, wcol + (c - c0 + 1) * l.HxW, weights[c]);
+          fill_block_weights(wcol, weights, c0, c1, l.HxW);
           for (int64_t r = 1; r < l.fold; ++r) std::copy(wcol, wcol + l.W, wcol + r * l.W);
           std::fill(acc, acc + l.fold * l.W, 0.0f);
           for (int64_t n = n0; n < n1; n += l.fold) {
@@ -420,8 +420,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           for (int64_t r = 1; r < l.fold; ++r)
             for (int64_t p = 0; p < l.W; ++p) acc[p] += acc[r * l.W + p];
         } else {
-          for (int64_t c = c0; c < c1; ++c)
-            std::fill(wcol + (c - c0) * l.HxW, wcol + (c - c0 + 1) * l.HxW, weights[c]);
+          fill_block_weights(wcol, weights, c0, c1, l.HxW);
           for (int64_t n = n0; n < n1; ++n) {
             const T* go = go0 + n * l.row_stride[kGo];
             const T* x = x0 + n * l.row_stride[kX];
@@ -473,8 +472,10 @@ bool streams(const PreluBackwardArgs& a, const Layout& l) {
   if (!l.unit_runs || !streams_worthwhile(uint64_t(l.N * l.W) * 3 * sizeof(T), 2)) return false;
   const int64_t run = l.channel_runs ? std::min(l.HxW, kPlaneChunk) : l.fold > 1 ? l.fold * l.W : l.channels_per_block * l.HxW;
   const uint64_t run_bytes = uint64_t(run) * sizeof(T);
-  const bool rows_on_lines = l.N == 1 || (l.row_stride[kGi] * int64_t(sizeof(T))) % 64 == 0;
-  return stream_runs_fit(a.gradInput.ptr<T>(), run_bytes) && (rows_on_lines || run_bytes >= kLongRunBytes);
+  // Runs start at multiples of run_bytes within a row, rows at multiples of the row stride.
+  const uint64_t row_bytes = uint64_t(std::abs(l.row_stride[kGi])) * sizeof(T);
+  const uint64_t start_step = l.N == 1 ? run_bytes : std::gcd(run_bytes, row_bytes);
+  return stream_runs_fit(a.gradInput.ptr<T>(), run_bytes, start_step);
 }
 
 template <class T>

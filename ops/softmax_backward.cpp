@@ -314,16 +314,15 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
   });
 }
 
-// Bytes of the output runs the contiguous paths write one after another (for stream_runs_fit):
-// rows or row chunks, flat blocks of short rows, or a column tile's rows (of `inner` elements
-// when the tile spans them, which is the case that can keep every run on a line).
-template <class T, class O>
-uint64_t run_bytes(const Layout& l) {
-  int64_t elems = l.size;
-  if (l.inner > 1) elems = l.inner;
-  else if (l.row_chunks > 1) elems = kRowChunk;
-  else if (l.size < kShortRow) elems = (kShortBlock / l.size) * l.size;
-  return uint64_t(elems) * sizeof(O);
+// Elements of the output runs the contiguous paths write one after another (for
+// stream_runs_fit): rows or row chunks, flat blocks of short rows, or a column tile's rows (of
+// `inner` elements when the tile spans them, which is the case that can keep every run on a
+// line).
+uint64_t run_elems(const Layout& l) {
+  if (l.inner > 1) return uint64_t(l.inner);
+  if (l.row_chunks > 1) return uint64_t(kRowChunk);
+  if (l.size < kShortRow) return uint64_t((kShortBlock / l.size) * l.size);
+  return uint64_t(l.size);
 }
 
 template <class T, class O>
@@ -334,7 +333,7 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   O* out = a.out.ptr<O>();
   // Outputs of an op that overflows the last-level cache go out with streaming stores.
   const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (2 * sizeof(T) + sizeof(O));
-  if (streams_worthwhile(bytes, 1) && stream_runs_fit(out, run_bytes<T, O>(l))) {
+  if (streams_worthwhile(bytes, 1) && stream_runs_fit(out, run_elems(l) * sizeof(O))) {
     if (l.inner == 1) rows_path<true>(g, y, out, l, partials);
     else columns_path<true>(g, y, out, l);
   } else {

@@ -619,8 +619,8 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
   return bytes > multiple * aclnn_cpu::last_level_cache_bytes();
 }
 
-// Whether a 16-bit output written run by run (rows, planes: `run_bytes` each, back to back from
-// `out`) should stream. When its runs do not start on a line, each run's first and last lines
+// Whether a 16-bit output written run by run (rows, planes: `run_bytes` each from `out`, their
+// starts `start_step` bytes apart or multiples of it; back to back by default) should stream. When its runs do not start on a line, each run's first and last lines
 // get plain (partly masked) stores beside the streamed ones, and for 16-bit data that measured
 // slower than not streaming at all unless the runs are long. Softmax [64, 512, 512], 1 KiB
 // rows, 2 threads, output 16 bytes past a line (where NumPy puts big arrays): bf16 4.95 ms
@@ -630,9 +630,10 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
 // 3.85 ms; columns 4 KiB 1.29 / 1.57 ms), so they always may.
 constexpr uint64_t kLongRunBytes = 8192;
 template <class T>
-inline bool stream_runs_fit(const T* out, uint64_t run_bytes) {
+inline bool stream_runs_fit(const T* out, uint64_t run_bytes, uint64_t start_step = 0) {
   if (sizeof(T) >= 4) return true;
-  return run_bytes >= kLongRunBytes || (aligned_to<64>(out) && run_bytes % 64 == 0);
+  if (start_step == 0) start_step = run_bytes;
+  return run_bytes >= kLongRunBytes || (aligned_to<64>(out) && start_step % 64 == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
