@@ -260,9 +260,10 @@ def test_documented_example():
 # --------------------------------------------------------------------------------------------
 # Numbers against the float64 formulas: every mode x padding x align x dtype x ISA level, with
 # grids beyond [-1, 1], a 1x1 input, and channel counts for each block width (4, 8, 16 lanes,
-# partial last blocks).
+# partial last blocks). The last shape splits its one 16-lane block (12 channels) into position
+# parts, whose sums go through the 8- and 4-channel write-back groups.
 
-SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17)]
+SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17), (1, 12, 8, 8, 64, 64)]
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
@@ -500,7 +501,7 @@ def test_empty(shape, mode):
 # Determinism: bitwise identical results for 1, 2 and 3 threads on every schedule.
 
 @pytest.mark.parametrize("shape", [(1, 70, 9, 11, 40, 50), (1, 3, 8, 8, 120, 110), (12, 5, 10, 9, 96, 100),
-                                   (4, 21, 13, 7, 33, 35)], ids=str)
+                                   (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64)], ids=str)
 @pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype):
