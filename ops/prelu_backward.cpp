@@ -180,15 +180,20 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
     const VecF wv = set1(w);
     int64_t i = 0;
     // Pairs (w is a broadcast, so gradInput's pair lines up with the inputs'); both halves add
-    // into the one accumulator, so its lanes never depend on where the run starts.
-    for (; i + 2 * kWidth <= len; i += 2 * kWidth) {
-      const Pair xv = load_pair(x + i), gv = load_pair(go + i);
+    // into the one accumulator, so its lanes never depend on where the run starts. Each pair is
+    // computed (and summed, in order) two pairs before its store (simd::pipelined: loads
+    // must not wait on the stores they alias modulo 4096).
+    VecF sum = acc;  // a local, so it can stay in a register across the stores
+    const auto pair = [&](int64_t j) __attribute__((always_inline)) {
+      const Pair xv = load_pair(x + j), gv = load_pair(go + j);
       const Mask pa = cmp_gt(xv.a, zero()), pb = cmp_gt(xv.b, zero());
-      const Pair out{select(pa, gv.a, gv.a * wv), select(pb, gv.b, gv.b * wv)};
-      store_or_stream_pair<kStream>(gi + i, out);
-      acc = acc + select(pa, zero(), xv.a * gv.a);
-      acc = acc + select(pb, zero(), xv.b * gv.b);
-    }
+      sum = sum + select(pa, zero(), xv.a * gv.a);
+      sum = sum + select(pb, zero(), xv.b * gv.b);
+      return Pair{select(pa, gv.a, gv.a * wv), select(pb, gv.b, gv.b * wv)};
+    };
+    i = pipelined(i, len, 2 * kWidth, pair,
+                  [&](int64_t j, Pair v) __attribute__((always_inline)) { store_or_stream_pair<kStream>(gi + j, v); });
+    acc = sum;
     for (; i + kWidth <= len; i += kWidth) {
       const VecF xv = load(x + i), gv = load(go + i);
       const Mask positive = cmp_gt(xv, zero());

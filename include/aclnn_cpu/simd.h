@@ -637,7 +637,7 @@ inline void store_run(T* out, int64_t n, Value&& value) {
 // loops whose lane grouping must not depend on addresses (a fused reduction), where store_run's
 // peeling would shift the lanes.
 template <bool kStream, class T>
-inline void store_or_stream(T* p, VecF v) {
+inline __attribute__((always_inline)) void store_or_stream(T* p, VecF v) {
   if (kStream && kLineStreams<T> && stream_aligned(p)) stream(p, v);
   else store(p, v);
 }
@@ -764,7 +764,7 @@ inline __attribute__((always_inline)) void stream_pair(T* p, Pair v) {
 
 // store_or_stream for a pair: streamed when kStream and p is pair-stream-aligned.
 template <bool kStream, class T>
-inline void store_or_stream_pair(T* p, Pair v) {
+inline __attribute__((always_inline)) void store_or_stream_pair(T* p, Pair v) {
   if (kStream && kLinePairStreams<T> && aligned_to<kPairStreamAlign<T>>(p)) stream_pair(p, v);
   else store_pair(p, v);
 }
