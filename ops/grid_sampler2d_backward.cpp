@@ -494,12 +494,15 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
 }
 
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
-// 16-bit storage (fp16, bf16) moves through the transposes as raw 16-bit values, in blocks of
-// 8 channels x 16 positions: one 256-bit shuffle moves 16 values where a 4 x 4 float block's
-// moves 4, and each value is converted once, 8 or 16 at a time, on the fp32 side. In cache
-// (nearest, N4 C32 64x64 fp16, one thread) the two transposes took half the kernel's time with
-// 4 x 4 float blocks. A block reads 32 bytes of 8 rows, so the lines of rows a power of two
-// apart (which share an L1 set) are each used twice before they can be evicted.
+// 8-channel transposes. 16-bit storage (fp16, bf16) moves through them as raw 16-bit values,
+// in blocks of 8 channels x 16 positions: one 256-bit shuffle moves 16 values where a 4 x 4
+// float block's moves 4, and each value is converted once, 8 or 16 at a time, on the fp32 side.
+// fp32 goes in 8 x 8 blocks (24 shuffles per 64 values against 32). In cache (nearest, N4 C32
+// 64x64 fp16, one thread) the two transposes took half the kernel's time with 4 x 4 float
+// blocks; the 16-bit blocks took nearest b32 from 2.94 to 2.53 ms (fp16, one thread), the fp32
+// ones bilinear N1 C256 from 4.5 to 4.1 ms (2 threads). A block reads 32 bytes of 8 rows, so
+// the lines of rows a power of two apart (which share an L1 set) are each used twice before
+// they can be evicted.
 
 // In place, x[j] = 16 values of row j: each 128-bit half is transposed as an 8 x 8 block, so
 // x[k] becomes (column k of the first 8 values | column k of the next 8).
@@ -552,6 +555,37 @@ ACLNN_GS_INLINE __m256i narrow16(const F8& lo, const F8& hi) {
 #endif
 }
 
+// In place, x[j] = 8 floats of row j: x[k] becomes column k (an 8 x 8 block of fp32 values).
+ACLNN_GS_INLINE void transpose8x8_floats(__m256 x[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(x[0], x[1]), t1 = _mm256_unpackhi_ps(x[0], x[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(x[2], x[3]), t3 = _mm256_unpackhi_ps(x[2], x[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(x[4], x[5]), t5 = _mm256_unpackhi_ps(x[4], x[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(x[6], x[7]), t7 = _mm256_unpackhi_ps(x[6], x[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  x[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  x[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  x[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  x[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  x[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  x[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  x[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  x[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// dst[q * Cb + j] = rows[j][q] for j < 8 and q in [0, len8), a multiple of 8 (fp32 rows).
+template <int Cb>
+void float_rows8_to_lanes(const float* const* rows, int64_t len8, float* dst) {
+  for (int64_t q = 0; q < len8; q += 8) {
+    __m256 x[8];
+    for (int j = 0; j < 8; ++j) x[j] = _mm256_loadu_ps(rows[j] + q);
+    transpose8x8_floats(x);
+    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(dst + (q + k) * Cb, x[k]);
+  }
+}
+
 // dst[q * Cb + j] = rows[j][q] as fp32 for j < 8 and q in [0, len16), a multiple of 16.
 template <class T, int Cb>
 void rows8_to_lanes(const T* const* rows, int64_t len16, float* dst) {
@@ -571,9 +605,9 @@ void rows8_to_lanes(const T* const* rows, int64_t len16, float* dst) {
 // All-zero bits: +0.0 in every storage type, as many bytes as kTile floats.
 alignas(64) constexpr float kZeroRow[kTile] = {};
 
-// dst[q * Cb + c] = rows[c][q] as fp32, q in [0, len), len <= kTile.
-// (4 x 4 blocks: wider blocks touch 8 rows at once, and rows a power of two apart - channel
-// planes - then share one L1 set and thrash it.)
+// dst[q * Cb + c] = rows[c][q] as fp32, q in [0, len), len <= kTile: 8-channel blocks on the
+// AVX2 and AVX-512 levels (32 bytes of each of 8 rows per block: the lines of rows that share an
+// L1 set are still each used twice before they can be evicted), 4 x 4 float blocks otherwise.
 template <class T, int Cb>
 void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
@@ -582,6 +616,13 @@ void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
     for (int c = 0; c < Cb; c += 8) rows8_to_lanes<T, Cb>(rows + c, len16, dst + c);
     for (int64_t q = len16; q < len; ++q)
       for (int c = 0; c < Cb; ++c) dst[q * Cb + c] = to_float(rows[c][q]);
+    return;
+  }
+  if constexpr (std::is_same<T, float>::value && Cb >= 8) {
+    const int64_t len8 = len & ~int64_t(7);
+    for (int c = 0; c < Cb; c += 8) float_rows8_to_lanes<Cb>(rows + c, len8, dst + c);
+    for (int64_t q = len8; q < len; ++q)
+      for (int c = 0; c < Cb; ++c) dst[q * Cb + c] = rows[c][q];
     return;
   }
 #endif
@@ -688,6 +729,24 @@ void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c,
 }
 #endif
 
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
+// group_to_rows for 8 channels of fp32 outputs: 8 x 8 blocks (transpose8x8_floats); the rest
+// by 4-channel groups.
+template <int Cb, bool Parts>
+void float_group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                          float* const* r) {
+  int64_t q = 0;
+  for (; q + 8 <= len; q += 8) {
+    __m256 y[8];  // y[k] = channels c..c+7 of position q + k
+    for (int k = 0; k < 8; ++k) y[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + k);
+    transpose8x8_floats(y);  // y[j] = channel c + j of positions q..q+7
+    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(r[j] + q, y[j]);
+  }
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, q, len, r + 4);
+}
+#endif
+
 // The same with whole cache lines written by stores that bypass the caches: for a big
 // inputGrad nobody reads soon, this saves reading every line before overwriting it (the kernel
 // is memory-bound there). Each line is written by 4 consecutive 16-byte stores, so the
@@ -785,6 +844,9 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
     if constexpr (sizeof(T) == 2) {
       if (!stream)
         for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+    } else if constexpr (Cb >= 8) {
+      if (!stream)
+        for (; c + 8 <= cvalid; c += 8) float_group8_to_rows<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
     }
 #endif
     for (; c < cvalid; c += 4) {
