@@ -1,7 +1,7 @@
 """Streaming stores change where bytes go, never which bytes.
 
-Every streaming op (PReLU, GroupNorm, Softmax) streams its elementwise output when its traffic
-exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every call count as "too big", so
+Every streaming op (PReLU, GroupNorm, Softmax; GridSampler2D for fp32 inputGrad) streams its
+output when its traffic exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every call count as "too big", so
 the streaming code runs on small data, on every ISA level, for every kernel path, with outputs
 starting on a 64-byte line and one element past it (the head-peeling case). The streamed result
 must be bitwise equal to the plain one, which the per-op tests check against float64 references.
@@ -120,5 +120,29 @@ def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
 
     def call():
         return (ac.softmax_backward(g, y, dim, out=output_buffer(shape, dtype, misalign)),)
+
+    assert_same_bits(*plain_and_streamed(llc, call))
+
+
+# GridSampler2D: fp32 inputGrad streams (16-bit never does, so those rows check that nothing
+# changes): fused channel blocks of 16, 8 and 4 lanes with partial last blocks, positions split
+# into parts (one block, many positions), planes that are not whole lines, and every mode.
+GS_SHAPES = [(2, 20, 9, 11, 7, 6), (1, 12, 8, 8, 64, 64), (3, 3, 5, 13, 4, 9), (2, 40, 16, 16, 16, 16)]
+
+
+@pytest.mark.parametrize("shape", GS_SHAPES, ids=str)
+@pytest.mark.parametrize("mode", [0, 1, 2], ids=["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("misalign", [0, 1])
+def test_grid_sampler_streamed_equals_plain(isa, llc, shape, mode, dtype, misalign):
+    N, C, H, W, Ho, Wo = shape
+    rng = np.random.default_rng(N * C + H * W + mode)
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    grid = rng.uniform(-1.1, 1.1, (N, Ho, Wo, 2)).astype(dtype)
+
+    def call():
+        outs = (output_buffer((N, C, H, W), dtype, misalign), np.full(grid.shape, np.nan, dtype))
+        return ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, output_mask=(True, True), out=outs)
 
     assert_same_bits(*plain_and_streamed(llc, call))
