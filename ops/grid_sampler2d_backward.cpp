@@ -746,6 +746,42 @@ void float_group8_to_rows(const float* src, int64_t parts, int64_t part_stride, 
 }
 #endif
 
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+// float_group8_to_rows with whole lines streamed (see group_to_rows_streamed below); rows r[0..7]
+// share their offset within a line. 16 positions are one line of each row: two 8 x 8 blocks,
+// joined into one 64-byte store per row.
+template <int Cb, bool Parts>
+void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                                   float* const* r) {
+  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / 4);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, 0, head, r + 4);
+  int64_t q = head;
+  for (; q + 16 <= len; q += 16) {
+    __m256 lo[8], hi[8];  // channels c..c+7 of positions q + k and q + 8 + k
+    for (int k = 0; k < 8; ++k) {
+      lo[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + k);
+      hi[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k);
+    }
+    transpose8x8_floats(lo);
+    transpose8x8_floats(hi);
+    for (int j = 0; j < 8; ++j)
+      _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
+  }
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, q, len, r + 4);
+}
+
+// The 8 rows start at one offset within a line.
+template <class T>
+bool share_line_offset(T* const* r) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(r[0]) & 63;
+  for (int j = 1; j < 8; ++j)
+    if ((reinterpret_cast<uintptr_t>(r[j]) & 63) != at) return false;
+  return true;
+}
+#endif
+
 // The same with whole cache lines written by stores that bypass the caches: for a big
 // inputGrad nobody reads soon, this saves reading every line before overwriting it (the kernel
 // is memory-bound there). Each line is written by 4 consecutive 16-byte stores, so the
@@ -844,8 +880,15 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
       if (!stream)
         for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
     } else if constexpr (Cb >= 8) {
-      if (!stream)
+      if (!stream) {
         for (; c + 8 <= cvalid; c += 8) float_group8_to_rows<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+      }
+#if ACLNN_ISA_LEVEL >= 2
+      else if (contiguous) {
+        for (; c + 8 <= cvalid && share_line_offset(rows + c); c += 8)
+          float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+      }
+#endif
     }
 #endif
     for (; c < cvalid; c += 4) {
