@@ -18,10 +18,10 @@ from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, N
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 from .text import wrap
 
-ISA_LEVELS = (  # (namespace, guard macro or None, Isa enumerator)
-    ("isa_baseline", None, "Isa::Baseline"),
-    ("isa_avx2", "ACLNN_HAVE_AVX2", "Isa::Avx2"),
-    ("isa_avx512", "ACLNN_HAVE_AVX512", "Isa::Avx512"),
+ISA_LEVELS = (  # (namespace, guard macro or None), in KernelSet's member order
+    ("isa_baseline", None),
+    ("isa_avx2", "ACLNN_HAVE_AVX2"),
+    ("isa_avx512", "ACLNN_HAVE_AVX512"),
 )
 
 
@@ -300,15 +300,17 @@ def _dtype_sets(op: Op) -> List[str]:
     return out
 
 
-def _dispatch(op: Op, fn: str, call_args: str, indent: str) -> List[str]:
-    out = [f"{indent}switch (isa) {{"]
-    for ns, guard, enumerator in reversed(ISA_LEVELS):
+def _kernel_set(op: Op) -> List[str]:
+    """The KernelSet of the op: one {workspace, run} pair per ISA level the build compiled."""
+    out = [f"// The kernel copies per ISA level (a level the build left out stays empty).",
+           f"const KernelSet<{op.args_struct}> kKernels = {{"]
+    for ns, guard in ISA_LEVELS:
+        entry = f"    {{{ns}::{op.kernel}_workspace, {ns}::{op.kernel}}},"
         if guard is None:
-            out.append(f"{indent}  default: return {ns}::{fn}({call_args});")
+            out.append(entry)
         else:
-            out += [f"#ifdef {guard}", f"{indent}  case {enumerator}: return {ns}::{fn}({call_args});",
-                    "#endif"]
-    out.append(f"{indent}}}")
+            out += [f"#ifdef {guard}", entry, "#else", "    {},", "#endif"]
+    out += ["};", "", f"using {op.name}Executor = KernelExecutor<{op.args_struct}>;", ""]
     return out
 
 
@@ -320,12 +322,13 @@ def emit(op: Op) -> Tuple[str, str]:
     out += ["#include <algorithm>", "#include <cstdint>", "#include <exception>", "#include <memory>",
             "#include <new>", "#include <string>", "",
             f'#include "aclnnop/aclnn_{op.snake}.h"', '#include "aclnn_cpu/executor.h"',
-            '#include "aclnn_cpu/isa.h"', f'#include "aclnn_cpu/ops/{op.snake}_args.h"',
+            '#include "aclnn_cpu/isa.h"', '#include "aclnn_cpu/kernel_executor.h"',
+            f'#include "aclnn_cpu/ops/{op.snake}_args.h"',
             '#include "aclnn_cpu/product.h"', '#include "aclnn_cpu/status.h"',
             '#include "aclnn_cpu/tensor.h"', '#include "aclnn_cpu/validate.h"', "",
             "namespace aclnn_cpu {", "",
             f"// The kernels of ops/{op.kernel}.cpp, one copy per compiled ISA level."]
-    for ns, guard, _ in ISA_LEVELS:
+    for ns, guard in ISA_LEVELS:
         if guard:
             out.append(f"#ifdef {guard}")
         out += [f"namespace {ns} {{",
@@ -336,13 +339,7 @@ def emit(op: Op) -> Tuple[str, str]:
             out.append("#endif")
     out += ["", "namespace {", "", f'constexpr const char* kOpName = "{op.c_name}";', ""]
     out += _dtype_sets(op)
-    out += [f"// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.",
-            f"class {exe} final : public aclOpExecutor {{", " public:", f"  {op.args_struct} args;", "",
-            "  uint64_t workspace_bytes() const {"]
-    out += _dispatch(op, f"{op.kernel}_workspace", "args", "    ")
-    out += ["  }", "", "  aclnnStatus run(void* workspace) override {"]
-    out += _dispatch(op, op.kernel, "args, workspace", "    ")
-    out += ["  }", "};", ""]
+    out += _kernel_set(op)
     out += _validator(op)
     out += ["", "}  // namespace", "}  // namespace aclnn_cpu", ""]
 
@@ -364,7 +361,7 @@ def emit(op: Op) -> Tuple[str, str]:
     call = ", ".join(_active(p) for p in op.params)
     out += wrap(f"const aclnnStatus status = validate({call});", 95, "    ", "        ")
     out += ["    if (status != kSuccess) return status;", "",
-            f"    std::unique_ptr<{exe}> ex(new {exe}());",
+            f"    std::unique_ptr<{exe}> ex(new {exe}(kKernels));",
             f"    {op.args_struct}& args = ex->args;"]
     for p in op.params:
         if p.is_tensor:

@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/kernel_executor.h"
 #include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
@@ -52,35 +53,22 @@ DTypeList dtypes_float() {
   }
 }
 
-// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.
-class GridSampler2DBackwardExecutor final : public aclOpExecutor {
- public:
-  GridSampler2DBackwardArgs args;
-
-  uint64_t workspace_bytes() const {
-    switch (isa) {
-#ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::grid_sampler2d_backward_workspace(args);
-#endif
+// The kernel copies per ISA level (a level the build left out stays empty).
+const KernelSet<GridSampler2DBackwardArgs> kKernels = {
+    {isa_baseline::grid_sampler2d_backward_workspace, isa_baseline::grid_sampler2d_backward},
 #ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::grid_sampler2d_backward_workspace(args);
+    {isa_avx2::grid_sampler2d_backward_workspace, isa_avx2::grid_sampler2d_backward},
+#else
+    {},
 #endif
-      default: return isa_baseline::grid_sampler2d_backward_workspace(args);
-    }
-  }
-
-  aclnnStatus run(void* workspace) override {
-    switch (isa) {
 #ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::grid_sampler2d_backward(args, workspace);
+    {isa_avx512::grid_sampler2d_backward_workspace, isa_avx512::grid_sampler2d_backward},
+#else
+    {},
 #endif
-#ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::grid_sampler2d_backward(args, workspace);
-#endif
-      default: return isa_baseline::grid_sampler2d_backward(args, workspace);
-    }
-  }
 };
+
+using GridSampler2DBackwardExecutor = KernelExecutor<GridSampler2DBackwardArgs>;
 
 // The rules of registry/grid_sampler2d_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
@@ -305,7 +293,7 @@ extern "C" ACLNN_API aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
         paddingMode, alignCorners, outputMask, active_inputGrad, active_gridGrad);
     if (status != kSuccess) return status;
 
-    std::unique_ptr<GridSampler2DBackwardExecutor> ex(new GridSampler2DBackwardExecutor());
+    std::unique_ptr<GridSampler2DBackwardExecutor> ex(new GridSampler2DBackwardExecutor(kKernels));
     GridSampler2DBackwardArgs& args = ex->args;
     args.gradOutput = make_view(gradOutput);
     args.input = make_view(input);

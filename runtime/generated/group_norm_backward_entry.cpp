@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_group_norm_backward.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/kernel_executor.h"
 #include "aclnn_cpu/ops/group_norm_backward_args.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
@@ -52,35 +53,22 @@ DTypeList dtypes_float() {
   }
 }
 
-// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.
-class GroupNormBackwardExecutor final : public aclOpExecutor {
- public:
-  GroupNormBackwardArgs args;
-
-  uint64_t workspace_bytes() const {
-    switch (isa) {
-#ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::group_norm_backward_workspace(args);
-#endif
+// The kernel copies per ISA level (a level the build left out stays empty).
+const KernelSet<GroupNormBackwardArgs> kKernels = {
+    {isa_baseline::group_norm_backward_workspace, isa_baseline::group_norm_backward},
 #ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::group_norm_backward_workspace(args);
+    {isa_avx2::group_norm_backward_workspace, isa_avx2::group_norm_backward},
+#else
+    {},
 #endif
-      default: return isa_baseline::group_norm_backward_workspace(args);
-    }
-  }
-
-  aclnnStatus run(void* workspace) override {
-    switch (isa) {
 #ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::group_norm_backward(args, workspace);
+    {isa_avx512::group_norm_backward_workspace, isa_avx512::group_norm_backward},
+#else
+    {},
 #endif
-#ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::group_norm_backward(args, workspace);
-#endif
-      default: return isa_baseline::group_norm_backward(args, workspace);
-    }
-  }
 };
+
+using GroupNormBackwardExecutor = KernelExecutor<GroupNormBackwardArgs>;
 
 // The rules of registry/group_norm_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
@@ -382,7 +370,7 @@ extern "C" ACLNN_API aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
         outputMask, active_gradInput, active_gradGammaOut, active_gradBetaOut);
     if (status != kSuccess) return status;
 
-    std::unique_ptr<GroupNormBackwardExecutor> ex(new GroupNormBackwardExecutor());
+    std::unique_ptr<GroupNormBackwardExecutor> ex(new GroupNormBackwardExecutor(kKernels));
     GroupNormBackwardArgs& args = ex->args;
     args.gradOut = make_view(gradOut);
     args.input = make_view(input);

@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_prelu_backward.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/kernel_executor.h"
 #include "aclnn_cpu/ops/prelu_backward_args.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
@@ -52,35 +53,22 @@ DTypeList dtypes_float() {
   }
 }
 
-// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.
-class PreluBackwardExecutor final : public aclOpExecutor {
- public:
-  PreluBackwardArgs args;
-
-  uint64_t workspace_bytes() const {
-    switch (isa) {
-#ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::prelu_backward_workspace(args);
-#endif
+// The kernel copies per ISA level (a level the build left out stays empty).
+const KernelSet<PreluBackwardArgs> kKernels = {
+    {isa_baseline::prelu_backward_workspace, isa_baseline::prelu_backward},
 #ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::prelu_backward_workspace(args);
+    {isa_avx2::prelu_backward_workspace, isa_avx2::prelu_backward},
+#else
+    {},
 #endif
-      default: return isa_baseline::prelu_backward_workspace(args);
-    }
-  }
-
-  aclnnStatus run(void* workspace) override {
-    switch (isa) {
 #ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::prelu_backward(args, workspace);
+    {isa_avx512::prelu_backward_workspace, isa_avx512::prelu_backward},
+#else
+    {},
 #endif
-#ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::prelu_backward(args, workspace);
-#endif
-      default: return isa_baseline::prelu_backward(args, workspace);
-    }
-  }
 };
+
+using PreluBackwardExecutor = KernelExecutor<PreluBackwardArgs>;
 
 // The rules of registry/prelu_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
@@ -256,7 +244,7 @@ extern "C" ACLNN_API aclnnStatus aclnnPreluBackwardGetWorkspaceSize(
     const aclnnStatus status = validate(gradOutput, self, weight, gradInput, gradWeight);
     if (status != kSuccess) return status;
 
-    std::unique_ptr<PreluBackwardExecutor> ex(new PreluBackwardExecutor());
+    std::unique_ptr<PreluBackwardExecutor> ex(new PreluBackwardExecutor(kKernels));
     PreluBackwardArgs& args = ex->args;
     args.gradOutput = make_view(gradOutput);
     args.self = make_view(self);

@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_softmax_backward.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/kernel_executor.h"
 #include "aclnn_cpu/ops/softmax_backward_args.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
@@ -67,35 +68,22 @@ DTypeList dtypes_float_out() {
   }
 }
 
-// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.
-class SoftmaxBackwardExecutor final : public aclOpExecutor {
- public:
-  SoftmaxBackwardArgs args;
-
-  uint64_t workspace_bytes() const {
-    switch (isa) {
-#ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::softmax_backward_workspace(args);
-#endif
+// The kernel copies per ISA level (a level the build left out stays empty).
+const KernelSet<SoftmaxBackwardArgs> kKernels = {
+    {isa_baseline::softmax_backward_workspace, isa_baseline::softmax_backward},
 #ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::softmax_backward_workspace(args);
+    {isa_avx2::softmax_backward_workspace, isa_avx2::softmax_backward},
+#else
+    {},
 #endif
-      default: return isa_baseline::softmax_backward_workspace(args);
-    }
-  }
-
-  aclnnStatus run(void* workspace) override {
-    switch (isa) {
 #ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::softmax_backward(args, workspace);
+    {isa_avx512::softmax_backward_workspace, isa_avx512::softmax_backward},
+#else
+    {},
 #endif
-#ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::softmax_backward(args, workspace);
-#endif
-      default: return isa_baseline::softmax_backward(args, workspace);
-    }
-  }
 };
+
+using SoftmaxBackwardExecutor = KernelExecutor<SoftmaxBackwardArgs>;
 
 // The rules of registry/softmax_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
@@ -208,7 +196,7 @@ extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
     const aclnnStatus status = validate(gradOutput, output, dim, out);
     if (status != kSuccess) return status;
 
-    std::unique_ptr<SoftmaxBackwardExecutor> ex(new SoftmaxBackwardExecutor());
+    std::unique_ptr<SoftmaxBackwardExecutor> ex(new SoftmaxBackwardExecutor(kKernels));
     SoftmaxBackwardArgs& args = ex->args;
     args.gradOutput = make_view(gradOutput);
     args.output = make_view(output);

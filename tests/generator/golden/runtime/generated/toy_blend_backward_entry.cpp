@@ -11,6 +11,7 @@
 #include "aclnnop/aclnn_toy_blend_backward.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/kernel_executor.h"
 #include "aclnn_cpu/ops/toy_blend_backward_args.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
@@ -52,35 +53,22 @@ DTypeList dtypes_float() {
   }
 }
 
-// Holds the validated operands; runs the kernel copy of the ISA level chosen at planning.
-class ToyBlendBackwardExecutor final : public aclOpExecutor {
- public:
-  ToyBlendBackwardArgs args;
-
-  uint64_t workspace_bytes() const {
-    switch (isa) {
-#ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::toy_blend_backward_workspace(args);
-#endif
+// The kernel copies per ISA level (a level the build left out stays empty).
+const KernelSet<ToyBlendBackwardArgs> kKernels = {
+    {isa_baseline::toy_blend_backward_workspace, isa_baseline::toy_blend_backward},
 #ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::toy_blend_backward_workspace(args);
+    {isa_avx2::toy_blend_backward_workspace, isa_avx2::toy_blend_backward},
+#else
+    {},
 #endif
-      default: return isa_baseline::toy_blend_backward_workspace(args);
-    }
-  }
-
-  aclnnStatus run(void* workspace) override {
-    switch (isa) {
 #ifdef ACLNN_HAVE_AVX512
-      case Isa::Avx512: return isa_avx512::toy_blend_backward(args, workspace);
+    {isa_avx512::toy_blend_backward_workspace, isa_avx512::toy_blend_backward},
+#else
+    {},
 #endif
-#ifdef ACLNN_HAVE_AVX2
-      case Isa::Avx2: return isa_avx2::toy_blend_backward(args, workspace);
-#endif
-      default: return isa_baseline::toy_blend_backward(args, workspace);
-    }
-  }
 };
+
+using ToyBlendBackwardExecutor = KernelExecutor<ToyBlendBackwardArgs>;
 
 // The rules of registry/toy_blend_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
@@ -261,7 +249,7 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
         active_gradSelf, active_gradScale);
     if (status != kSuccess) return status;
 
-    std::unique_ptr<ToyBlendBackwardExecutor> ex(new ToyBlendBackwardExecutor());
+    std::unique_ptr<ToyBlendBackwardExecutor> ex(new ToyBlendBackwardExecutor(kKernels));
     ToyBlendBackwardArgs& args = ex->args;
     args.gradOut = make_view(gradOut);
     args.self = make_view(self);

@@ -1,0 +1,47 @@
+// The executor of every generated op: its validated argument struct and the kernel copies of
+// the ISA levels this build compiled. The generated entry point fills a KernelSet with the
+// functions of ops/<op>.cpp's per-level namespaces; the executor runs the copy of the level
+// recorded at planning (aclOpExecutor::isa), the baseline when that level was not compiled.
+#pragma once
+#include <cstdint>
+
+#include "aclnn_cpu/executor.h"
+#include "aclnn_cpu/isa.h"
+#include "aclnn_cpu/status.h"
+
+namespace aclnn_cpu {
+
+// One compiled copy of an op's kernel: its workspace query and its run.
+template <class Args>
+struct KernelCopy {
+  uint64_t (*workspace)(const Args& args) = nullptr;
+  aclnnStatus (*run)(const Args& args, void* workspace) = nullptr;
+};
+
+// The copies per ISA level; a level the build left out stays empty.
+template <class Args>
+struct KernelSet {
+  KernelCopy<Args> baseline, avx2, avx512;
+
+  const KernelCopy<Args>& at(Isa level) const {
+    if (level == Isa::Avx512 && avx512.run != nullptr) return avx512;
+    if (level == Isa::Avx2 && avx2.run != nullptr) return avx2;
+    return baseline;
+  }
+};
+
+template <class Args>
+class KernelExecutor final : public aclOpExecutor {
+ public:
+  explicit KernelExecutor(const KernelSet<Args>& kernels) : kernels_(kernels) {}
+
+  Args args;  // filled by the entry point after validation
+
+  uint64_t workspace_bytes() const { return kernels_.at(isa).workspace(args); }
+  aclnnStatus run(void* workspace) override { return kernels_.at(isa).run(args, workspace); }
+
+ private:
+  const KernelSet<Args>& kernels_;
+};
+
+}  // namespace aclnn_cpu
