@@ -574,28 +574,31 @@ ACLNN_GS_INLINE void transpose8x8_floats(__m256 x[8]) {
   x[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-// dst[q * Cb + j] = rows[j][q] for j < 8 and q in [0, len8), a multiple of 8 (fp32 rows).
-template <int Cb>
-void float_rows8_to_lanes(const float* const* rows, int64_t len8, float* dst) {
-  for (int64_t q = 0; q < len8; q += 8) {
-    __m256 x[8];
-    for (int j = 0; j < 8; ++j) x[j] = _mm256_loadu_ps(rows[j] + q);
-    transpose8x8_floats(x);
-    for (int k = 0; k < 8; ++k) _mm256_storeu_ps(dst + (q + k) * Cb, x[k]);
-  }
-}
+// Positions per 8-channel block: 16 for 16-bit storage (two 8 x 8 blocks, one per 128-bit
+// lane), 8 for fp32.
+template <class T>
+constexpr int64_t kBlock8Positions = sizeof(T) == 2 ? 16 : 8;
 
-// dst[q * Cb + j] = rows[j][q] as fp32 for j < 8 and q in [0, len16), a multiple of 16.
+// dst[q * Cb + j] = rows[j][q] as fp32 for j < 8 and q in [0, end), a multiple of
+// kBlock8Positions<T>.
 template <class T, int Cb>
-void rows8_to_lanes(const T* const* rows, int64_t len16, float* dst) {
-  for (int64_t q = 0; q < len16; q += 16) {
-    __m256i x[8];
-    for (int j = 0; j < 8; ++j) x[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + q));
-    transpose8x8_halves(x);
-    for (int k = 0; k < 8; ++k) {
-      const F8 first = widen8<T>(_mm256_castsi256_si128(x[k])), second = widen8<T>(_mm256_extracti128_si256(x[k], 1));
-      std::memcpy(dst + (q + k) * Cb, &first, sizeof first);
-      std::memcpy(dst + (q + 8 + k) * Cb, &second, sizeof second);
+void rows8_to_lanes(const T* const* rows, int64_t end, float* dst) {
+  for (int64_t q = 0; q < end; q += kBlock8Positions<T>) {
+    if constexpr (std::is_same<T, float>::value) {
+      __m256 x[8];
+      for (int j = 0; j < 8; ++j) x[j] = _mm256_loadu_ps(rows[j] + q);
+      transpose8x8_floats(x);
+      for (int k = 0; k < 8; ++k) _mm256_storeu_ps(dst + (q + k) * Cb, x[k]);
+    } else {
+      __m256i x[8];
+      for (int j = 0; j < 8; ++j) x[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + q));
+      transpose8x8_halves(x);
+      for (int k = 0; k < 8; ++k) {
+        const F8 first = widen8<T>(_mm256_castsi256_si128(x[k]));
+        const F8 second = widen8<T>(_mm256_extracti128_si256(x[k], 1));
+        std::memcpy(dst + (q + k) * Cb, &first, sizeof first);
+        std::memcpy(dst + (q + 8 + k) * Cb, &second, sizeof second);
+      }
     }
   }
 }
@@ -610,18 +613,11 @@ alignas(64) constexpr float kZeroRow[kTile] = {};
 template <class T, int Cb>
 void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
-  if constexpr (sizeof(T) == 2 && Cb >= 8) {
-    const int64_t len16 = len & ~int64_t(15);
-    for (int c = 0; c < Cb; c += 8) rows8_to_lanes<T, Cb>(rows + c, len16, dst + c);
-    for (int64_t q = len16; q < len; ++q)
+  if constexpr (Cb >= 8) {
+    const int64_t end = len - len % kBlock8Positions<T>;
+    for (int c = 0; c < Cb; c += 8) rows8_to_lanes<T, Cb>(rows + c, end, dst + c);
+    for (int64_t q = end; q < len; ++q)
       for (int c = 0; c < Cb; ++c) dst[q * Cb + c] = to_float(rows[c][q]);
-    return;
-  }
-  if constexpr (std::is_same<T, float>::value && Cb >= 8) {
-    const int64_t len8 = len & ~int64_t(7);
-    for (int c = 0; c < Cb; c += 8) float_rows8_to_lanes<Cb>(rows + c, len8, dst + c);
-    for (int64_t q = len8; q < len; ++q)
-      for (int c = 0; c < Cb; ++c) dst[q * Cb + c] = rows[c][q];
     return;
   }
 #endif
@@ -709,53 +705,43 @@ ACLNN_GS_INLINE F8 lanes8(const float* src, int64_t parts, int64_t part_stride, 
   return v;
 }
 
-// group_to_rows for 8 channels of a 16-bit type: blocks of 16 positions narrowed on the fp32
-// side, then transposed as 16-bit values (see transpose8x8_halves); the rest by 4-channel
-// groups.
+// group_to_rows for channels c..c+7 of positions [q0, q1): blocks of kBlock8Positions<T>
+// (fp32: 8 x 8 blocks; 16-bit: narrowed on the fp32 side, then transposed as 16-bit values),
+// the rest by 4-channel groups.
 template <class T, int Cb, bool Parts>
-void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len, T* const* r) {
-  int64_t q = 0;
-  for (; q + 16 <= len; q += 16) {
-    __m256i y[8];  // y[k] = (position q + k | position q + 8 + k), channels c..c+7 each
-    for (int k = 0; k < 8; ++k)
-      y[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + k),
-                         lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k));
-    transpose8x8_halves(y);  // y[j] = channel c + j of positions q..q+15
-    for (int j = 0; j < 8; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(r[j] + q), y[j]);
+void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
+                    T* const* r) {
+  int64_t q = q0;
+  for (; q + kBlock8Positions<T> <= q1; q += kBlock8Positions<T>) {
+    if constexpr (std::is_same<T, float>::value) {
+      __m256 y[8];  // y[k] = channels c..c+7 of position q + k
+      for (int k = 0; k < 8; ++k) y[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + k);
+      transpose8x8_floats(y);  // y[j] = channel c + j of positions q..q+7
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(r[j] + q, y[j]);
+    } else {
+      __m256i y[8];  // y[k] = (position q + k | position q + 8 + k), channels c..c+7 each
+      for (int k = 0; k < 8; ++k)
+        y[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + k),
+                           lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k));
+      transpose8x8_halves(y);  // y[j] = channel c + j of positions q..q+15
+      for (int j = 0; j < 8; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(r[j] + q), y[j]);
+    }
   }
-  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, len, r);
-  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c + 4, q, len, r + 4);
-}
-#endif
-
-#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
-// group_to_rows for 8 channels of fp32 outputs: 8 x 8 blocks (transpose8x8_floats); the rest
-// by 4-channel groups.
-template <int Cb, bool Parts>
-void float_group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
-                          float* const* r) {
-  int64_t q = 0;
-  for (; q + 8 <= len; q += 8) {
-    __m256 y[8];  // y[k] = channels c..c+7 of position q + k
-    for (int k = 0; k < 8; ++k) y[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + k);
-    transpose8x8_floats(y);  // y[j] = channel c + j of positions q..q+7
-    for (int j = 0; j < 8; ++j) _mm256_storeu_ps(r[j] + q, y[j]);
-  }
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, q, len, r + 4);
+  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, q1, r);
+  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c + 4, q, q1, r + 4);
 }
 #endif
 
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-// float_group8_to_rows with whole lines streamed (see group_to_rows_streamed below); rows r[0..7]
-// share their offset within a line. 16 positions are one line of each row: two 8 x 8 blocks,
-// joined into one 64-byte store per row.
+// group8_to_rows for fp32 with whole lines streamed (see group_to_rows_streamed below); rows
+// r[0..7] share their offset within a line. 16 positions are one line of each row: two 8 x 8
+// blocks, joined into one 64-byte store per row. The partial lines at either end go through
+// group8_to_rows.
 template <int Cb, bool Parts>
 void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
                                    float* const* r) {
   const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / 4);
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, 0, head, r + 4);
+  group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
   for (; q + 16 <= len; q += 16) {
     __m256 lo[8], hi[8];  // channels c..c+7 of positions q + k and q + 8 + k
@@ -768,8 +754,7 @@ void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part
     for (int j = 0; j < 8; ++j)
       _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
   }
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
-  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c + 4, q, len, r + 4);
+  group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
 
 // The 8 rows start at one offset within a line.
@@ -876,17 +861,15 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
     const float* chunk = src + (p0 + q0) * Cb;
     int c = 0;
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
-    if constexpr (sizeof(T) == 2) {
-      if (!stream)
-        for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
-    } else if constexpr (Cb >= 8) {
+    if constexpr (Cb >= 8) {
       if (!stream) {
-        for (; c + 8 <= cvalid; c += 8) float_group8_to_rows<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+        for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, rows + c);
       }
 #if ACLNN_ISA_LEVEL >= 2
-      else if (contiguous) {
-        for (; c + 8 <= cvalid && share_line_offset(rows + c); c += 8)
-          float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+      if constexpr (std::is_same<T, float>::value) {  // (only fp32 streams: see the plan)
+        if (stream && contiguous)
+          for (; c + 8 <= cvalid && share_line_offset(rows + c); c += 8)
+            float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
       }
 #endif
     }
