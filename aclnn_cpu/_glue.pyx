@@ -412,11 +412,10 @@ def new_output(shape, dtype):
     stores only pay where every run of the output starts on a line (see simd.h,
     stream_runs_fit), so outputs allocated here are line-aligned.
     """
-    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
-        dtype = _BFLOAT16
-    elif not isinstance(dtype, np.dtype):
-        mapped = _TORCH_TO_NUMPY.get(str(dtype))
-        dtype = mapped if mapped is not None else np.dtype(dtype)
+    if not isinstance(dtype, np.dtype):
+        mapped = _TORCH_TO_NUMPY.get(str(dtype))  # a torch dtype; other names go to empty_aligned
+        if mapped is not None:
+            dtype = mapped
     return empty_aligned(shape, dtype)
 
 

@@ -343,8 +343,7 @@ struct Kernel {
   // flat range in blocks of whole channels through stack buffers; per-channel sums are then
   // scalar over each channel's few positions, in order.
   void group_short(int64_t n, int64_t g) const {
-    constexpr int64_t kBlock = kShortBlock;
-    const int64_t H = p.HxW, per_block = kBlock / H;
+    const int64_t H = p.HxW, per_block = kShortBlock / H;
     const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
     const float m = mean()[n * p.G + g];
     const VecF mv = set1(m);
@@ -353,7 +352,7 @@ struct Kernel {
     const T* x = x0 + base;
     float* dsn = ds() + n * p.C;
     float* dbn = db() + n * p.C;
-    alignas(64) float bs[kBlock], bb[kBlock];
+    alignas(64) float bs[kShortBlock], bb[kShortBlock];
     const bool use_x = with_x();
     for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
       const int64_t c1 = std::min(cg1, c0 + per_block), len = (c1 - c0) * H, off = (c0 - cg0) * H;

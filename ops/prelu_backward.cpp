@@ -297,7 +297,8 @@ inline void unpair_sums(const float* acc, float* out, int64_t len) {
 // Each position of channels [c0, c1) gets its channel's weight, from the block start.
 template <class W>
 inline void fill_block_weights(W* dst, const float* weights, int64_t c0, int64_t c1, int64_t HxW) {
-  for (int64_t c = c0; c < c1; ++c) std::fill(dst + (c - c0) * HxW, dst + (c - c0 + 1) * HxW, from_float<W>(weights[c]));
+  for (int64_t c = c0; c < c1; ++c)
+    std::fill(dst + (c - c0) * HxW, dst + (c - c0 + 1) * HxW, from_float<W>(weights[c]));
 }
 
 // Sum of n floats in a fixed grouping: in order when short, else four vector accumulators
@@ -475,7 +476,9 @@ namespace {
 template <class T>
 bool streams(const PreluBackwardArgs& a, const Layout& l) {
   if (!l.unit_runs || !streams_worthwhile(uint64_t(l.N * l.W) * 3 * sizeof(T), 2)) return false;
-  const int64_t run = l.channel_runs ? std::min(l.HxW, kPlaneChunk) : l.fold > 1 ? l.fold * l.W : l.channels_per_block * l.HxW;
+  const int64_t run = l.channel_runs ? std::min(l.HxW, kPlaneChunk)
+                     : l.fold > 1      ? l.fold * l.W
+                                       : l.channels_per_block * l.HxW;
   const uint64_t run_bytes = uint64_t(run) * sizeof(T);
   // Runs start at multiples of run_bytes within a row, rows at multiples of the row stride.
   const uint64_t row_bytes = uint64_t(std::abs(l.row_stride[kGi])) * sizeof(T);

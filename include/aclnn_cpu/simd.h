@@ -658,8 +658,9 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
 }
 
 // Whether a 16-bit output written run by run (rows, planes: `run_bytes` each from `out`, their
-// starts `start_step` bytes apart or multiples of it; back to back by default) should stream. When its runs do not start on a line, each run's first and last lines
-// get plain (partly masked) stores beside the streamed ones, and for 16-bit data that measured
+// starts `start_step` bytes apart or multiples of it; back to back by default) should stream.
+// When its runs do not start on a line, each run's first and last lines get plain (partly
+// masked) stores beside the streamed ones, and for 16-bit data that measured
 // slower than not streaming at all unless the runs are long. Softmax [64, 512, 512], 1 KiB
 // rows, 2 threads, output 16 bytes past a line (where NumPy puts big arrays): bf16 4.95 ms
 // streamed, 3.68 ms plain (fp16 4.99 / 4.01); the same output on a line: 2.69 ms streamed.
