@@ -119,6 +119,37 @@ def test_widening_loads_are_exact(isa, path, src_dtype):
     assert (np.signbit(got[nan]) == np.signbit(expected[nan])).all()
 
 
+def _half_to_float_bits(h: np.ndarray) -> np.ndarray:
+    """half.h's widening, from the formulas: NaN keeps its payload and gets the quiet bit."""
+    h = h.astype(np.uint32)
+    sign, magnitude = (h & 0x8000) << 16, h & 0x7FFF
+    normal = (magnitude << 13) + ((127 - 15) << 23)
+    subnormal = (magnitude.astype(np.float64) * 2.0**-24).astype(np.float32).view(np.uint32)
+    payload = (magnitude & 0x3FF) << 13
+    special = 0x7F800000 | payload | np.where(payload != 0, 0x00400000, 0).astype(np.uint32)
+    out = np.where(magnitude >= 0x7C00, special, np.where(magnitude >= 0x0400, normal, subnormal))
+    return (sign | out).astype(np.uint32)
+
+
+def test_float16_special_lanes_mixed_with_ordinary_ones(isa, path):
+    # Every fp16 pattern in a shuffled order, so inf/NaN/subnormal lanes share vectors with
+    # ordinary ones (in order they sit in whole vectors of their own), and the conversions'
+    # rare-lane fix-ups must leave the other lanes alone. NaN bits are checked exactly: the
+    # payload kept and quieted, as vcvtph2ps / vcvtps2ph do.
+    order = np.random.default_rng(7).permutation(1 << 16)
+    h = np.arange(1 << 16, dtype=np.uint16)[order]
+    got = _convert(h.view(np.float16), np.float32, path).view(np.uint32)
+    np.testing.assert_array_equal(got, _half_to_float_bits(h))
+
+    f = np.concatenate([h.view(np.float16).astype(np.float32), _float16_boundaries()])
+    f = f[np.random.default_rng(8).permutation(f.size)]
+    bits = f.view(np.uint32)
+    nan = np.isnan(f)
+    expected = f.astype(np.float16).view(np.uint16).copy()
+    expected[nan] = ((bits[nan] >> 16) & 0x8000) | 0x7E00 | ((bits[nan] >> 13) & 0x3FF)
+    np.testing.assert_array_equal(_convert(f, np.float16, path, offset=3).view(np.uint16), expected)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16], ids=["float32", "float16", "bfloat16"])
 def test_round_trip_through_same_dtype(isa, path, dtype):
     # load_pair/store_pair of one type give back the very bits (non-NaN), whatever the lane order.

@@ -45,6 +45,10 @@
 #include "aclnn_cpu/half.h"
 #include "aclnn_cpu/isa.h"
 
+// The conversions and pair loads are forced inline: at the baseline level GCC left some of them
+// out of line (a Pair comes back through memory), which made fp16 kernels several times slower.
+#define ACLNN_SIMD_INLINE inline __attribute__((always_inline))
+
 #ifndef ACLNN_ISA_LEVEL
 #error "simd.h is for kernel translation units compiled with -DACLNN_ISA_LEVEL=<n>"
 #endif
@@ -199,30 +203,53 @@ inline VecF round_even(VecF v) {
 
 // ---------------------------------------------------------------------------------------------
 // fp16 <-> fp32 on integer lanes (used where there is no F16C). Lanes hold the 16-bit pattern
-// zero-extended to 32 bits. Same algorithm as half.h.
+// zero-extended to 32 bits. Same results as half.h, bit for bit (tests check all 65536 patterns
+// and the rounding boundaries), with fewer operations: the baseline converts every fp16 element
+// this way, so these two functions decide its fp16 speed.
 
-inline VecF half_bits_to_float(VecI h) {
-  const VecI sign = (VecI)((VecU)(h & 0x8000) << 16);
-  const VecI magnitude = h & 0x7fff;
-  const VecI payload = (magnitude & 0x3ff) << 13;
-  const VecI special = 0x7f800000 | payload | select(payload != 0, set1_int(0x00400000), VecI{});
-  const VecI normal = (magnitude << 13) + ((127 - 15) << 23);
-  const VecI subnormal = (VecI)(int_to_float(magnitude) * set1(5.9604644775390625e-8f));
-  const VecI out = select(magnitude >= 0x7c00, special, select(magnitude >= 0x0400, normal, subnormal));
-  return (VecF)(sign | out);
+// True when any lane of the mask is set. Used to skip the inf/NaN fix-ups, which typical data
+// never needs; the result is the same with or without the skip.
+ACLNN_SIMD_INLINE bool any(Mask m) {
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL == 0
+  return _mm_movemask_epi8((__m128i)m) != 0;
+#else
+  VecI folded = m;
+  int32_t lanes[kWidth];
+  std::memcpy(lanes, &folded, sizeof lanes);
+  int32_t acc = 0;
+  for (int i = 0; i < kWidth; ++i) acc |= lanes[i];
+  return acc != 0;
+#endif
 }
 
-inline VecI float_to_half_bits(VecF v) {
+ACLNN_SIMD_INLINE VecF half_bits_to_float(VecI h) {
+  const VecI magnitude = h & 0x7fff;
+  // Normal: the exponent rebiased from 15 to 127 by one add on the shifted bits.
+  VecI out = (magnitude << 13) + ((127 - 15) << 23);
+  // Subnormal or zero: magnitude * 2^-24, exact in float (independent of the DAZ/FTZ modes).
+  out = select(magnitude < 0x0400, (VecI)(int_to_float(magnitude) * set1(5.9604644775390625e-8f)), out);
+  const Mask special = magnitude >= 0x7c00;
+  if (any(special)) {
+    // inf/NaN: a second rebias takes the exponent to 255; NaN also gets the quiet bit.
+    out = out + (special & ((127 - 15) << 23));
+    out = out | ((magnitude > 0x7c00) & 0x00400000);
+  }
+  return (VecF)(((h & 0x8000) << 16) | out);
+}
+
+ACLNN_SIMD_INLINE VecI float_to_half_bits(VecF v) {
   const VecI u = (VecI)v;
-  const VecI sign = (u >> 16) & 0x8000;
   const VecI magnitude = u & 0x7fffffff;  // non-negative, so signed compares are fine
-  const VecI nan = 0x7e00 | ((magnitude >> 13) & 0x3ff);
-  const VecI subnormal = (VecI)((VecF)magnitude + set1(0.5f)) - 0x3f000000;
-  const VecI normal = (magnitude - ((127 - 15) << 23) + 0xfff + ((magnitude >> 13) & 1)) >> 13;
-  VecI out = select(magnitude < 0x38800000, subnormal, normal);
-  out = select(magnitude >= 0x477ff000, set1_int(0x7c00), out);
-  out = select(magnitude > 0x7f800000, nan, out);
-  return sign | out;
+  // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
+  VecI out = (magnitude + (0xfff - ((127 - 15) << 23)) + ((magnitude >> 13) & 1)) >> 13;
+  // Below 2^-14: adding 0.5f makes the FPU round at 2^-24, the half subnormal step (half.h).
+  out = select(magnitude < 0x38800000, (VecI)((VecF)magnitude + set1(0.5f)) - 0x3f000000, out);
+  const Mask big = magnitude >= 0x477ff000;  // rounds to inf, or is inf or NaN
+  if (any(big)) {
+    const VecI nan = 0x7e00 | ((magnitude >> 13) & 0x3ff);
+    out = select(big, select(magnitude > 0x7f800000, nan, set1_int(0x7c00)), out);
+  }
+  return ((u >> 16) & 0x8000) | out;
 }
 
 // fp32 -> bf16 bits (zero-extended in 32-bit lanes): round to nearest even on the integer
@@ -230,7 +257,7 @@ inline VecI float_to_half_bits(VecF v) {
 // NaN lanes are first replaced by sign | 0x7FC00000, which the rounding then leaves alone (its
 // low half is zero), so the NaN fix costs a compare and one masked ternary-logic op on AVX-512
 // (the vector ALUs are the bottleneck of bf16 stores on CPUs that split 512-bit ops).
-inline VecI float_to_bf16_bits(VecF v) {
+ACLNN_SIMD_INLINE VecI float_to_bf16_bits(VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   const __mmask16 nan = _mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q);
   // 0xEA: (u & B) | C with u = sign source, B = 0x80000000, C = 0x7FC00000
@@ -247,7 +274,7 @@ inline VecI float_to_bf16_bits(VecF v) {
 // ---------------------------------------------------------------------------------------------
 // 16-bit lane packing: kWidth uint16 values <-> 32-bit lanes (zero-extended).
 
-inline VecI load_u16(const uint16_t* p) {
+ACLNN_SIMD_INLINE VecI load_u16(const uint16_t* p) {
 #if ACLNN_ISA_LEVEL == 2
   return (VecI)_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif ACLNN_ISA_LEVEL == 1
@@ -263,7 +290,7 @@ inline VecI load_u16(const uint16_t* p) {
 }
 
 // Stores the low 16 bits of each lane (lanes must hold values in [0, 0xFFFF]).
-inline void store_u16(uint16_t* p, VecI v) {
+ACLNN_SIMD_INLINE void store_u16(uint16_t* p, VecI v) {
 #if ACLNN_ISA_LEVEL == 2
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)v));
 #elif ACLNN_ISA_LEVEL == 1
@@ -301,7 +328,7 @@ inline void store<float>(float* p, VecF v) {
 }
 
 template <>
-inline VecF load<bfloat16_t>(const bfloat16_t* p) {
+ACLNN_SIMD_INLINE VecF load<bfloat16_t>(const bfloat16_t* p) {
   return (VecF)(load_u16(reinterpret_cast<const uint16_t*>(p)) << 16);
 }
 // Lanes vcvtneps2bf16 would convert unlike ml_dtypes: denormals (0x20), quiet NaN (0x01) and
@@ -317,7 +344,7 @@ inline bool bf16_instructions() {
 }
 
 template <>
-inline void store<bfloat16_t>(bfloat16_t* p, VecF v) {
+ACLNN_SIMD_INLINE void store<bfloat16_t>(bfloat16_t* p, VecF v) {
 #if ACLNN_SIMD_BF16_INSTRUCTIONS
   if (bf16_instructions() && _mm512_fpclass_ps_mask((__m512)v, kBf16Fixups) == 0) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh((__m512)v));
@@ -328,7 +355,7 @@ inline void store<bfloat16_t>(bfloat16_t* p, VecF v) {
 }
 
 template <>
-inline VecF load<half_t>(const half_t* p) {
+ACLNN_SIMD_INLINE VecF load<half_t>(const half_t* p) {
 #if ACLNN_ISA_LEVEL == 2
   return (VecF)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif ACLNN_ISA_LEVEL == 1
@@ -338,7 +365,7 @@ inline VecF load<half_t>(const half_t* p) {
 #endif
 }
 template <>
-inline void store<half_t>(half_t* p, VecF v) {
+ACLNN_SIMD_INLINE void store<half_t>(half_t* p, VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                       _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -695,7 +722,7 @@ struct Pair {
 };
 
 template <class T>
-inline Pair load_pair(const T* p) {
+ACLNN_SIMD_INLINE Pair load_pair(const T* p) {
   if constexpr (kSplitPair<T>) {
     VecU raw;
     std::memcpy(&raw, p, sizeof raw);
