@@ -64,14 +64,6 @@ struct FlatIndex {
     }
   }
   bool contiguous() const { return m == 1 && stride[0] == 1; }
-  int64_t offset(int64_t i) const {
-    int64_t off = 0;
-    for (int k = m - 1; k >= 0; --k) {
-      off += (i % shape[k]) * stride[k];
-      i /= shape[k];
-    }
-    return off;
-  }
 };
 
 // Walks consecutive flat indices of one tensor, keeping the element offset.
@@ -323,17 +315,21 @@ struct Kernel {
 
   void load_params() const {
     const int64_t NG = p.N * p.G;
+    // Cursors, not FlatIndex::offset: that divides per element, and for thousands of channels
+    // the divisions were a visible serial share of small calls.
     const FlatIndex fm(a.mean), fr(a.rstd);
     const T* m = a.mean.ptr<const T>();
     const T* r = a.rstd.ptr<const T>();
-    for (int64_t i = 0; i < NG; ++i) {
-      mean()[i] = to_float(m[fm.offset(i)]);
-      rstd()[i] = to_float(r[fr.offset(i)]);
+    Cursor cm(fm, 0), cr(fr, 0);
+    for (int64_t i = 0; i < NG; ++i, cm.next(), cr.next()) {
+      mean()[i] = to_float(m[cm.off]);
+      rstd()[i] = to_float(r[cr.off]);
     }
     if (a.gamma.present) {
       const FlatIndex fg(a.gamma);
       const T* gm = a.gamma.ptr<const T>();
-      for (int64_t c = 0; c < p.C; ++c) gamma()[c] = to_float(gm[fg.offset(c)]);
+      Cursor cg(fg, 0);
+      for (int64_t c = 0; c < p.C; ++c, cg.next()) gamma()[c] = to_float(gm[cg.off]);
     } else {
       std::fill(gamma(), gamma() + p.C, 1.0f);
     }
@@ -509,8 +505,10 @@ struct Kernel {
     constexpr int64_t kBlock = 256;
     T* dg = p.need_dgamma ? a.gradGammaOut.ptr<T>() : nullptr;
     T* dbeta = p.need_dbeta ? a.gradBetaOut.ptr<T>() : nullptr;
-    const FlatIndex fg(p.need_dgamma ? a.gradGammaOut : a.input);
-    const FlatIndex fb(p.need_dbeta ? a.gradBetaOut : a.input);
+    // Both outputs have C elements; a masked-off one borrows the other's layout so the cursors
+    // below always walk C elements.
+    const FlatIndex fg(p.need_dgamma ? a.gradGammaOut : a.gradBetaOut);
+    const FlatIndex fb(p.need_dbeta ? a.gradBetaOut : a.gradGammaOut);
     const bool empty = p.empty;
     const int64_t blocks = (p.C + kBlock - 1) / kBlock;
     const int64_t rows = std::min<int64_t>(p.N, kGrainElems);  // kBlock * N must not overflow
@@ -532,9 +530,10 @@ struct Kernel {
             }
           }
         }
-        for (int64_t c = c0; c < c1; ++c) {
-          if (dg) dg[fg.offset(c)] = from_float<T>(sg[c - c0]);
-          if (dbeta) dbeta[fb.offset(c)] = from_float<T>(sb[c - c0]);
+        Cursor cg(fg, c0), cb(fb, c0);
+        for (int64_t c = c0; c < c1; ++c, cg.next(), cb.next()) {
+          if (dg) dg[cg.off] = from_float<T>(sg[c - c0]);
+          if (dbeta) dbeta[cb.off] = from_float<T>(sb[c - c0]);
         }
       }
     });

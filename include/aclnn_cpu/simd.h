@@ -645,7 +645,7 @@ inline __attribute__((always_inline)) int64_t pipelined(int64_t i, int64_t end, 
 // With kStream the aligned middle of the run goes through streaming stores; the values stored
 // are the same either way. Values are computed ahead of their stores (see pipelined).
 template <bool kStream, class T, class Value>
-inline void store_run(T* out, int64_t n, Value&& value) {
+inline __attribute__((always_inline)) void store_run(T* out, int64_t n, Value&& value) {
   const auto full = [&](int64_t i) { return value(i, int64_t(kWidth)); };
   int64_t i = 0;
   if constexpr (kStream && kLineStreams<T>) {
@@ -801,7 +801,7 @@ inline __attribute__((always_inline)) void store_or_stream_pair(T* p, Pair v) {
 // count)` a single vector as for store_run (used for the head, before the stream alignment,
 // and for the tail). Same values as store_run, whatever the split.
 template <bool kStream, class T, class PairValue, class Value>
-inline void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) {
+inline __attribute__((always_inline)) void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) {
   constexpr int64_t kPair = 2 * kWidth;
   int64_t i = 0;
   if constexpr (kStream && kLinePairStreams<T>) {
