@@ -644,6 +644,9 @@ inline __attribute__((always_inline)) int64_t pipelined(int64_t i, int64_t end, 
 // count is kWidth except for a partial head or tail (load its inputs with load_partial then).
 // With kStream the aligned middle of the run goes through streaming stores; the values stored
 // are the same either way. Values are computed ahead of their stores (see pipelined).
+// Forced inline, like store_run_pairs: out of line, every value the lambdas capture by
+// reference is reloaded after each store (an intrinsic store may alias anything), which cost
+// GroupNorm's plane writes 8-10 loads per pair step.
 template <bool kStream, class T, class Value>
 inline __attribute__((always_inline)) void store_run(T* out, int64_t n, Value&& value) {
   const auto full = [&](int64_t i) { return value(i, int64_t(kWidth)); };
