@@ -67,5 +67,19 @@ def main(argv=None) -> int:
     return args.func(args)
 
 
+def _run() -> int:
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (`python -m aclnn_cpu demo | head`): stop quietly, as Unix tools
+        # do. Point stdout at /dev/null so the interpreter's final flush cannot raise again.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool the pipe closed on
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_run())

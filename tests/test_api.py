@@ -224,6 +224,18 @@ def test_cli_demo_runs_every_documented_example():
     assert "-28." in demo.stdout  # softmax example: out[0,0] = 1*(0 - (0+2+8+18)) = -28
 
 
+def test_cli_stops_quietly_when_the_reader_goes_away():
+    # `python -m aclnn_cpu demo | head -3`: the reader closes the pipe. Closed before the demo
+    # writes anything, so every write fails (reading a few lines first would race with the
+    # demo's buffered output, which fits in the pipe). No traceback, the shell's SIGPIPE status.
+    proc = subprocess.Popen([sys.executable, "-m", "aclnn_cpu", "demo"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd="/")
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
 # --------------------------------------------------------------------------------------------
 # Outputs the library allocates start on a 64-byte line (streaming stores need whole lines);
 # empty_aligned gives the same to callers preparing out= arrays.
