@@ -787,12 +787,18 @@ inline __attribute__((always_inline)) void stream_pair(T* p, Pair v) {
 #else
     std::memcpy(p, &bits, sizeof bits);
 #endif
-  } else if constexpr (std::is_same<T, half_t>::value && ACLNN_ISA_LEVEL == 2) {
-    // Both halves in one 64-byte store (see kLineStreams).
-    const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
   } else {
+    // (A preprocessor guard, not only `if constexpr`: the discarded branch of a template is
+    // still parsed, and the intrinsic types do not exist on other architectures.)
+#if ACLNN_ISA_LEVEL == 2
+    if constexpr (std::is_same<T, half_t>::value) {
+      // Both halves in one 64-byte store (see kLineStreams).
+      const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+      return;
+    }
+#endif
     stream(p, v.a);
     stream(p + kWidth, v.b);
   }
