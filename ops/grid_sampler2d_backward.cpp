@@ -72,43 +72,42 @@ int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
 
 constexpr int kLanes = 8;
 // The vector helpers return vectors wider than the baseline's registers (and take them by
-// reference); forcing them inline keeps such values out of any calling convention, so GCC's
-// -Wpsabi warning about those returns is moot here.
-#define ACLNN_GS_INLINE inline __attribute__((always_inline))
+// reference); forcing them inline (ACLNN_ALWAYS_INLINE) keeps such values out of any calling
+// convention, so GCC's -Wpsabi warning about those returns is moot here.
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef double D8 __attribute__((vector_size(64)));
 typedef int64_t M8 __attribute__((vector_size(64)));  // lane masks of D8 comparisons
 typedef int32_t I8 __attribute__((vector_size(32)));
 typedef float F8 __attribute__((vector_size(32)));
 
-ACLNN_GS_INLINE D8 splat(double x) { return D8{} + x; }
-ACLNN_GS_INLINE D8 vabs(const D8& v) { return (D8)((M8)v & INT64_MAX); }
-ACLNN_GS_INLINE D8 vsel(const M8& m, const D8& a, const D8& b) { return m ? a : b; }
-ACLNN_GS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __builtin_convertvector(m, I8) ? a : b; }
+ACLNN_ALWAYS_INLINE D8 splat(double x) { return D8{} + x; }
+ACLNN_ALWAYS_INLINE D8 vabs(const D8& v) { return (D8)((M8)v & INT64_MAX); }
+ACLNN_ALWAYS_INLINE D8 vsel(const M8& m, const D8& a, const D8& b) { return m ? a : b; }
+ACLNN_ALWAYS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __builtin_convertvector(m, I8) ? a : b; }
 
 // x rounded to an integer in the FPU's mode (nearest even): adding and removing 2^52 drops the
 // fraction of |x| < 2^52; larger magnitudes, inf and NaN are integral (or NaN) already.
-ACLNN_GS_INLINE D8 vround_even(const D8& x) {
+ACLNN_ALWAYS_INLINE D8 vround_even(const D8& x) {
   const D8 big = splat(4503599627370496.0);
   const D8 m = vabs(x);
   const D8 r = (D8)(((M8)((m + big) - big)) | ((M8)x & INT64_MIN));  // keeps the sign of zero
   return vsel(m < big, r, x);
 }
-ACLNN_GS_INLINE D8 vfloor(const D8& x) {
+ACLNN_ALWAYS_INLINE D8 vfloor(const D8& x) {
   const D8 r = vround_even(x);
   return vsel(r > x, r - 1.0, r);
 }
-ACLNN_GS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8); }
+ACLNN_ALWAYS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8); }
 // Lanes must hold integers in int32 range (callers select a safe value first).
-ACLNN_GS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
+ACLNN_ALWAYS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
 
-ACLNN_GS_INLINE D8 load8(const double* p) {
+ACLNN_ALWAYS_INLINE D8 load8(const double* p) {
   D8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 template <class V, class E>
-ACLNN_GS_INLINE void store_n(E* dst, const V& v, int count) {
+ACLNN_ALWAYS_INLINE void store_n(E* dst, const V& v, int count) {
   if (count == kLanes) {
     std::memcpy(dst, &v, sizeof v);
   } else {
@@ -146,19 +145,19 @@ Axis make_axis(int64_t size, bool align) {
 }
 
 template <bool Align>
-ACLNN_GS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
+ACLNN_ALWAYS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
   return Align ? (g + 1.0) * a.scale : (g + 1.0) * a.scale - 0.5;
 }
 
 // Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
-ACLNN_GS_INLINE D8 clip(const D8& x, const Axis& a) {
+ACLNN_ALWAYS_INLINE D8 clip(const D8& x, const Axis& a) {
   return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{});
 }
 
 // Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
 // given, receives whether the result moves against x (the gradient multiplier is then -1).
 template <bool Align>
-ACLNN_GS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
+ACLNN_ALWAYS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
   if (Align && a.empty) {
     if (against) *against = M8{};
     return D8{};
@@ -176,7 +175,7 @@ ACLNN_GS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
 
 // Source coordinate as PyTorch's forward pass (and the nearest/bicubic backward) computes it.
 template <int Pad, bool Align>
-ACLNN_GS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
+ACLNN_ALWAYS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
   if (Pad == kBorder) return clip(x, a);
   if (Pad == kReflection) return clip(reflect<Align>(x, a), a);
   return x;
@@ -184,7 +183,7 @@ ACLNN_GS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
 
 // Bilinear source coordinate and its gradient multiplier d(coordinate)/d(grid value).
 template <int Pad, bool Align>
-ACLNN_GS_INLINE D8 bilinear_coordinate(const D8& g, const Axis& a, D8* mult) {
+ACLNN_ALWAYS_INLINE D8 bilinear_coordinate(const D8& g, const Axis& a, D8* mult) {
   D8 x = unnormalize<Align>(g, a);
   if (Pad == kZeros) {
     *mult = splat(a.scale);
@@ -225,7 +224,7 @@ struct Records {
 
 // Cubic convolution weights of the 4 taps at distance t in [0, 1) (A = -0.75) and their
 // derivatives, as PyTorch's get_cubic_coefficients(_grad) write them.
-ACLNN_GS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
+ACLNN_ALWAYS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
   const double A = kCubicA;
   D8 x = t + 1.0;
   w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
@@ -237,7 +236,7 @@ ACLNN_GS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
   w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
 }
 
-ACLNN_GS_INLINE void cubic_weight_slopes(const D8& t, D8 g[4]) {
+ACLNN_ALWAYS_INLINE void cubic_weight_slopes(const D8& t, D8 g[4]) {
   const double A = kCubicA;
   D8 x = -1.0 - t;
   g[0] = (-3 * A * x - 10 * A) * x - 8 * A;
@@ -411,7 +410,7 @@ inline F4 half_to_float4(const H4& h) {
 }
 
 template <class T>
-ACLNN_GS_INLINE F4 load4_as_float(const T* p) {
+ACLNN_ALWAYS_INLINE F4 load4_as_float(const T* p) {
   if constexpr (std::is_same<T, float>::value) {
     return load4(p);
   } else {
@@ -437,12 +436,12 @@ ACLNN_GS_INLINE F4 load4_as_float(const T* p) {
   }
 }
 template <class T>
-ACLNN_GS_INLINE H4 narrow4(const F4& v) {
+ACLNN_ALWAYS_INLINE H4 narrow4(const F4& v) {
   if constexpr (std::is_same<T, bfloat16_t>::value) return bf16_bits4(v);
   else return half_bits4(v);
 }
 template <class T>
-ACLNN_GS_INLINE void store4_from_float(T* p, const F4& v) {
+ACLNN_ALWAYS_INLINE void store4_from_float(T* p, const F4& v) {
   if constexpr (std::is_same<T, float>::value) {
     store4(p, v);
   } else {
@@ -454,7 +453,7 @@ ACLNN_GS_INLINE void store4_from_float(T* p, const F4& v) {
 // 16 values at p from four 4-lane vectors, assembled in registers (a round trip through memory
 // would stall on store forwarding) and converted with simd.h's full-width stores.
 template <class T>
-ACLNN_GS_INLINE void store16_from_float(T* p, const F4& a, const F4& b, const F4& c, const F4& d) {
+ACLNN_ALWAYS_INLINE void store16_from_float(T* p, const F4& a, const F4& b, const F4& c, const F4& d) {
 #if ACLNN_ISA_LEVEL >= 1
   typedef float F8x __attribute__((vector_size(32)));
   const F8x ab = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7);
@@ -505,7 +504,7 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
 
 // In place, x[j] = 16 values of row j: each 128-bit half is transposed as an 8 x 8 block, so
 // x[k] becomes (column k of the first 8 values | column k of the next 8).
-ACLNN_GS_INLINE void transpose8x8_halves(__m256i x[8]) {
+ACLNN_ALWAYS_INLINE void transpose8x8_halves(__m256i x[8]) {
   const __m256i t0 = _mm256_unpacklo_epi16(x[0], x[1]), t1 = _mm256_unpackhi_epi16(x[0], x[1]);
   const __m256i t2 = _mm256_unpacklo_epi16(x[2], x[3]), t3 = _mm256_unpackhi_epi16(x[2], x[3]);
   const __m256i t4 = _mm256_unpacklo_epi16(x[4], x[5]), t5 = _mm256_unpackhi_epi16(x[4], x[5]);
@@ -526,14 +525,14 @@ ACLNN_GS_INLINE void transpose8x8_halves(__m256i x[8]) {
 
 // 8 storage values -> 8 floats.
 template <class T>
-ACLNN_GS_INLINE F8 widen8(__m128i h) {
+ACLNN_ALWAYS_INLINE F8 widen8(__m128i h) {
   if constexpr (std::is_same<T, bfloat16_t>::value) return (F8)_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
   else return (F8)_mm256_cvtph_ps(h);
 }
 
 // 16 floats (lo: the first 8) -> 16 storage values, bit for bit as simd.h's stores round them.
 template <class T>
-ACLNN_GS_INLINE __m256i narrow16(const F8& lo, const F8& hi) {
+ACLNN_ALWAYS_INLINE __m256i narrow16(const F8& lo, const F8& hi) {
 #if ACLNN_ISA_LEVEL >= 2
   const __m512 v = _mm512_castpd_ps(
       _mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512((__m256)lo)), _mm256_castps_pd((__m256)hi), 1));
@@ -555,7 +554,7 @@ ACLNN_GS_INLINE __m256i narrow16(const F8& lo, const F8& hi) {
 }
 
 // In place, x[j] = 8 floats of row j: x[k] becomes column k (an 8 x 8 block of fp32 values).
-ACLNN_GS_INLINE void transpose8x8_floats(__m256 x[8]) {
+ACLNN_ALWAYS_INLINE void transpose8x8_floats(__m256 x[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(x[0], x[1]), t1 = _mm256_unpackhi_ps(x[0], x[1]);
   const __m256 t2 = _mm256_unpacklo_ps(x[2], x[3]), t3 = _mm256_unpackhi_ps(x[2], x[3]);
   const __m256 t4 = _mm256_unpacklo_ps(x[4], x[5]), t5 = _mm256_unpackhi_ps(x[4], x[5]);
@@ -646,7 +645,7 @@ void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
 // floats apart) in part order when Parts (the one-part case is its own instantiation: the
 // write-back is hot and must not depend on the optimiser specialising it).
 template <int Cb, bool Parts>
-ACLNN_GS_INLINE F4 lanes4(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q) {
+ACLNN_ALWAYS_INLINE F4 lanes4(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q) {
   F4 v = load4(src + q * Cb + c);
   if (Parts)
     for (int64_t k = 1; k < parts; ++k) v += load4(src + k * part_stride + q * Cb + c);
@@ -690,10 +689,20 @@ void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, 
   }
 }
 
+// Rows r[0..kRows) start at one offset within a 64-byte line (their streamed stores then fill
+// whole lines together).
+template <int kRows, class T>
+bool share_line_offset(T* const* r) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(r[0]) & 63;
+  for (int j = 1; j < kRows; ++j)
+    if ((reinterpret_cast<uintptr_t>(r[j]) & 63) != at) return false;
+  return true;
+}
+
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
 // Lanes c..c+7 of position q, summed over `parts` in part order (as lanes4).
 template <int Cb, bool Parts>
-ACLNN_GS_INLINE F8 lanes8(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q) {
+ACLNN_ALWAYS_INLINE F8 lanes8(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q) {
   F8 v;
   std::memcpy(&v, src + q * Cb + c, sizeof v);
   if (Parts)
@@ -740,7 +749,7 @@ void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c,
 template <int Cb, bool Parts>
 void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
                                    float* const* r) {
-  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / 4);
+  const int64_t head = simd::head_to<64>(r[0], len);
   group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
   for (; q + 16 <= len; q += 16) {
@@ -757,14 +766,6 @@ void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part
   group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
 
-// The 8 rows start at one offset within a line.
-template <class T>
-bool share_line_offset(T* const* r) {
-  const uintptr_t at = reinterpret_cast<uintptr_t>(r[0]) & 63;
-  for (int j = 1; j < 8; ++j)
-    if ((reinterpret_cast<uintptr_t>(r[j]) & 63) != at) return false;
-  return true;
-}
 #endif
 
 // The same with whole cache lines written by stores that bypass the caches: for a big
@@ -775,7 +776,7 @@ template <class T, int Cb, bool Parts>
 void group_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
                             T* const* r) {
   constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // values per line: 16 or 32
-  const int64_t head = std::min<int64_t>(len, ((64 - (reinterpret_cast<uintptr_t>(r[0]) & 63)) & 63) / sizeof(T));
+  const int64_t head = simd::head_to<64>(r[0], len);
   group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
   for (; q + kLine <= len; q += kLine) {
@@ -868,7 +869,7 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
 #if ACLNN_ISA_LEVEL >= 2
       if constexpr (std::is_same<T, float>::value) {  // (only fp32 streams: see the plan)
         if (stream && contiguous)
-          for (; c + 8 <= cvalid && share_line_offset(rows + c); c += 8)
+          for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8)
             float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
       }
 #endif
@@ -878,9 +879,8 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
       // A partial last group writes its missing channels' rows into scratch.
       T* group[4];
       for (int j = 0; j < 4; ++j) group[j] = c + j < cvalid ? rows[c + j] : raw[c + j];
-      const auto misalign = [&](int j) { return reinterpret_cast<uintptr_t>(group[j]) & 63; };
-      if (stream && contiguous && c + 4 <= cvalid && misalign(1) == misalign(0) && misalign(2) == misalign(0) &&
-          misalign(3) == misalign(0) && misalign(0) % sizeof(F4) == 0) {
+      if (stream && contiguous && c + 4 <= cvalid && share_line_offset<4>(group) &&
+          reinterpret_cast<uintptr_t>(group[0]) % sizeof(F4) == 0) {
         group_to_rows_streamed<T, Cb, Parts>(chunk, parts, part_stride, c, n, group);
       } else {
         group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group);
@@ -919,7 +919,7 @@ inline void vstore(float* p, const typename Lanes<Cb>::V& v) {
 // a * b + c, fused (one rounding) where the level has FMA. The build disables the compiler's
 // own contraction, so fusing is decided here: per lane and per level, never per thread count.
 template <int Cb>
-ACLNN_GS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b,
+ACLNN_ALWAYS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b,
                                              const typename Lanes<Cb>::V& c) {
 #if ACLNN_ISA_LEVEL >= 1
   using V = typename Lanes<Cb>::V;
@@ -946,7 +946,7 @@ ACLNN_GS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, cons
 #endif
 }
 template <int Cb>
-ACLNN_GS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, float b, const typename Lanes<Cb>::V& c) {
+ACLNN_ALWAYS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, float b, const typename Lanes<Cb>::V& c) {
   return fmadd<Cb>(a, typename Lanes<Cb>::V{} + b, c);
 }
 
@@ -963,27 +963,27 @@ inline void vaccumulate(float* dst, const typename Lanes<Cb>::V& v, float w) {
 // vectors into one vector of half the width.
 typedef float F2 __attribute__((vector_size(8)));
 
-ACLNN_GS_INLINE void pair_sum4(const F4& ab, float* out) {  // ab = [a0 a1 | b0 b1]
+ACLNN_ALWAYS_INLINE void pair_sum4(const F4& ab, float* out) {  // ab = [a0 a1 | b0 b1]
   const F2 s = __builtin_shufflevector(ab, ab, 0, 2) + __builtin_shufflevector(ab, ab, 1, 3);
   std::memcpy(out, &s, sizeof s);
 }
 
 template <int Cb>
-ACLNN_GS_INLINE void pair_sum(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b, float* out);
+ACLNN_ALWAYS_INLINE void pair_sum(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b, float* out);
 
 template <>
-ACLNN_GS_INLINE void pair_sum<4>(const F4& a, const F4& b, float* out) {
+ACLNN_ALWAYS_INLINE void pair_sum<4>(const F4& a, const F4& b, float* out) {
   pair_sum4(__builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7), out);
 }
 template <>
-ACLNN_GS_INLINE void pair_sum<8>(const typename Lanes<8>::V& a, const typename Lanes<8>::V& b, float* out) {
+ACLNN_ALWAYS_INLINE void pair_sum<8>(const typename Lanes<8>::V& a, const typename Lanes<8>::V& b, float* out) {
   const typename Lanes<8>::V s = __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) +
                                  __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
   const F4 t = __builtin_shufflevector(s, s, 0, 1, 4, 5) + __builtin_shufflevector(s, s, 2, 3, 6, 7);
   pair_sum4(t, out);
 }
 template <>
-ACLNN_GS_INLINE void pair_sum<16>(const typename Lanes<16>::V& a, const typename Lanes<16>::V& b, float* out) {
+ACLNN_ALWAYS_INLINE void pair_sum<16>(const typename Lanes<16>::V& a, const typename Lanes<16>::V& b, float* out) {
   const typename Lanes<16>::V s =
       __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
       __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);

@@ -141,7 +141,7 @@ struct Sums {
 };
 
 template <class T>
-inline __attribute__((always_inline)) Sums plane_sums(const T* dy, const T* x, int64_t len, float mean, bool with_x) {
+ACLNN_ALWAYS_INLINE Sums plane_sums(const T* dy, const T* x, int64_t len, float mean, bool with_x) {
   VecF s0 = zero(), s1 = zero(), b0 = zero(), b1 = zero();
   const VecF m = set1(mean);
   int64_t i = 0;
@@ -207,7 +207,7 @@ struct Coef {
 };
 
 template <bool kStream, class T>
-inline __attribute__((always_inline)) void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
+ACLNN_ALWAYS_INLINE void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
   const VecF c1 = set1(k.c1), c2 = set1(k.c2), c3 = set1(k.c3), m = set1(k.mean);
   // The coefficients are broadcasts, so pairs of dY, X and dX (one layout) line up lane for lane.
   const auto pair = [&](int64_t i) {

@@ -1,10 +1,11 @@
 """Streaming stores change where bytes go, never which bytes.
 
 Every streaming op (PReLU, GroupNorm, Softmax; GridSampler2D for fp32 inputGrad) streams its
-output when its traffic exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every call count as "too big", so
-the streaming code runs on small data, on every ISA level, for every kernel path, with outputs
-starting on a 64-byte line and one element past it (the head-peeling case). The streamed result
-must be bitwise equal to the plain one, which the per-op tests check against float64 references.
+output when its traffic exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every
+call count as "too big", so the streaming code runs on small data, on every ISA level, for
+every kernel path, with outputs starting on a 64-byte line and one element past it (the
+head-peeling case). The streamed result must be bitwise equal to the plain one, which the per-op
+tests check against float64 references.
 """
 from __future__ import annotations
 

@@ -47,9 +47,10 @@
 #include "aclnn_cpu/half.h"
 #include "aclnn_cpu/isa.h"
 
-// The conversions and pair loads are forced inline: at the baseline level GCC left some of them
-// out of line (a Pair comes back through memory), which made fp16 kernels several times slower.
-#define ACLNN_SIMD_INLINE inline __attribute__((always_inline))
+// Forced inline, for the helpers of hot loops (here and in ops/): out of line, GCC passes a Pair
+// (or a vector wider than the level's registers) through memory, and a helper taking lambdas
+// reloads their captures after every store. Measured where each is used.
+#define ACLNN_ALWAYS_INLINE inline __attribute__((always_inline))
 
 #ifndef ACLNN_ISA_LEVEL
 #error "simd.h is for kernel translation units compiled with -DACLNN_ISA_LEVEL=<n>"
@@ -212,7 +213,7 @@ inline VecF round_even(VecF v) {
 
 // True when any lane of the mask is set. Used to skip the inf/NaN fix-ups, which typical data
 // never needs; the result is the same with or without the skip.
-ACLNN_SIMD_INLINE bool any(Mask m) {
+ACLNN_ALWAYS_INLINE bool any(Mask m) {
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL == 0
   return _mm_movemask_epi8((__m128i)m) != 0;
 #else
@@ -225,7 +226,7 @@ ACLNN_SIMD_INLINE bool any(Mask m) {
 #endif
 }
 
-ACLNN_SIMD_INLINE VecF half_bits_to_float(VecI h) {
+ACLNN_ALWAYS_INLINE VecF half_bits_to_float(VecI h) {
   const VecI magnitude = h & 0x7fff;
   // Normal: the exponent rebiased from 15 to 127 by one add on the shifted bits.
   VecI out = (magnitude << 13) + ((127 - 15) << 23);
@@ -240,7 +241,7 @@ ACLNN_SIMD_INLINE VecF half_bits_to_float(VecI h) {
   return (VecF)(((h & 0x8000) << 16) | out);
 }
 
-ACLNN_SIMD_INLINE VecI float_to_half_bits(VecF v) {
+ACLNN_ALWAYS_INLINE VecI float_to_half_bits(VecF v) {
   const VecI u = (VecI)v;
   const VecI magnitude = u & 0x7fffffff;  // non-negative, so signed compares are fine
   // Normal: rebias the exponent and round the 13 dropped mantissa bits to nearest even.
@@ -260,7 +261,7 @@ ACLNN_SIMD_INLINE VecI float_to_half_bits(VecF v) {
 // NaN lanes are first replaced by sign | 0x7FC00000, which the rounding then leaves alone (its
 // low half is zero), so the NaN fix costs a compare and one masked ternary-logic op on AVX-512
 // (the vector ALUs are the bottleneck of bf16 stores on CPUs that split 512-bit ops).
-ACLNN_SIMD_INLINE VecI float_to_bf16_bits(VecF v) {
+ACLNN_ALWAYS_INLINE VecI float_to_bf16_bits(VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   const __mmask16 nan = _mm512_cmp_ps_mask((__m512)v, (__m512)v, _CMP_UNORD_Q);
   // 0xEA: (u & B) | C with u = sign source, B = 0x80000000, C = 0x7FC00000
@@ -277,7 +278,7 @@ ACLNN_SIMD_INLINE VecI float_to_bf16_bits(VecF v) {
 // ---------------------------------------------------------------------------------------------
 // 16-bit lane packing: kWidth uint16 values <-> 32-bit lanes (zero-extended).
 
-ACLNN_SIMD_INLINE VecI load_u16(const uint16_t* p) {
+ACLNN_ALWAYS_INLINE VecI load_u16(const uint16_t* p) {
 #if ACLNN_ISA_LEVEL == 2
   return (VecI)_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif ACLNN_ISA_LEVEL == 1
@@ -293,7 +294,7 @@ ACLNN_SIMD_INLINE VecI load_u16(const uint16_t* p) {
 }
 
 // Stores the low 16 bits of each lane (lanes must hold values in [0, 0xFFFF]).
-ACLNN_SIMD_INLINE void store_u16(uint16_t* p, VecI v) {
+ACLNN_ALWAYS_INLINE void store_u16(uint16_t* p, VecI v) {
 #if ACLNN_ISA_LEVEL == 2
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16((__m512i)v));
 #elif ACLNN_ISA_LEVEL == 1
@@ -331,7 +332,7 @@ inline void store<float>(float* p, VecF v) {
 }
 
 template <>
-ACLNN_SIMD_INLINE VecF load<bfloat16_t>(const bfloat16_t* p) {
+ACLNN_ALWAYS_INLINE VecF load<bfloat16_t>(const bfloat16_t* p) {
   return (VecF)(load_u16(reinterpret_cast<const uint16_t*>(p)) << 16);
 }
 // Lanes vcvtneps2bf16 would convert unlike ml_dtypes: denormals (0x20), quiet NaN (0x01) and
@@ -347,7 +348,7 @@ inline bool bf16_instructions() {
 }
 
 template <>
-ACLNN_SIMD_INLINE void store<bfloat16_t>(bfloat16_t* p, VecF v) {
+ACLNN_ALWAYS_INLINE void store<bfloat16_t>(bfloat16_t* p, VecF v) {
 #if ACLNN_SIMD_BF16_INSTRUCTIONS
   if (bf16_instructions() && _mm512_fpclass_ps_mask((__m512)v, kBf16Fixups) == 0) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh((__m512)v));
@@ -358,7 +359,7 @@ ACLNN_SIMD_INLINE void store<bfloat16_t>(bfloat16_t* p, VecF v) {
 }
 
 template <>
-ACLNN_SIMD_INLINE VecF load<half_t>(const half_t* p) {
+ACLNN_ALWAYS_INLINE VecF load<half_t>(const half_t* p) {
 #if ACLNN_ISA_LEVEL == 2
   return (VecF)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif ACLNN_ISA_LEVEL == 1
@@ -368,7 +369,7 @@ ACLNN_SIMD_INLINE VecF load<half_t>(const half_t* p) {
 #endif
 }
 template <>
-ACLNN_SIMD_INLINE void store<half_t>(half_t* p, VecF v) {
+ACLNN_ALWAYS_INLINE void store<half_t>(half_t* p, VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
                       _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -625,8 +626,7 @@ inline void stream_fence() {
 // array, or a Pair passed by reference, GCC kept the values on the stack and the bf16 rows of
 // softmax went from 3.1 to 6.5 ms instead of faster.
 template <class Make, class Put>
-inline __attribute__((always_inline)) int64_t pipelined(int64_t i, int64_t end, int64_t step, Make&& make,
-                                                        Put&& put) {
+ACLNN_ALWAYS_INLINE int64_t pipelined(int64_t i, int64_t end, int64_t step, Make&& make, Put&& put) {
   if (end - i >= 3 * step) {
     auto first = make(i), second = make(i + step);
     for (; i + 3 * step <= end; i += step) {
@@ -651,7 +651,7 @@ inline __attribute__((always_inline)) int64_t pipelined(int64_t i, int64_t end, 
 // reference is reloaded after each store (an intrinsic store may alias anything), which cost
 // GroupNorm's plane writes 8-10 loads per pair step.
 template <bool kStream, class T, class Value>
-inline __attribute__((always_inline)) void store_run(T* out, int64_t n, Value&& value) {
+ACLNN_ALWAYS_INLINE void store_run(T* out, int64_t n, Value&& value) {
   const auto full = [&](int64_t i) { return value(i, int64_t(kWidth)); };
   int64_t i = 0;
   if constexpr (kStream && kLineStreams<T>) {
@@ -670,7 +670,7 @@ inline __attribute__((always_inline)) void store_run(T* out, int64_t n, Value&& 
 // loops whose lane grouping must not depend on addresses (a fused reduction), where store_run's
 // peeling would shift the lanes.
 template <bool kStream, class T>
-inline __attribute__((always_inline)) void store_or_stream(T* p, VecF v) {
+ACLNN_ALWAYS_INLINE void store_or_stream(T* p, VecF v) {
   if (kStream && kLineStreams<T> && stream_aligned(p)) stream(p, v);
   else store(p, v);
 }
@@ -728,7 +728,7 @@ struct Pair {
 };
 
 template <class T>
-ACLNN_SIMD_INLINE Pair load_pair(const T* p) {
+ACLNN_ALWAYS_INLINE Pair load_pair(const T* p) {
   if constexpr (kSplitPair<T>) {
     VecU raw;
     std::memcpy(&raw, p, sizeof raw);
@@ -742,7 +742,7 @@ namespace detail {
 // The bits of a bf16 pair (even, odd) packed back into element order, 2 * kWidth values.
 // Always inlined: a Pair is passed in memory to an out-of-line call, and GCC stopped inlining
 // it into pipelined loops (softmax bf16 rows: 4.3 -> 6.5 ms).
-inline __attribute__((always_inline)) VecU bf16_pair_bits(Pair v) {
+ACLNN_ALWAYS_INLINE VecU bf16_pair_bits(Pair v) {
 #if ACLNN_SIMD_BF16_INSTRUCTIONS
   if (bf16_instructions() &&
       // kortestw tests both masks in one instruction (an | of the masks went through two kmovs).
@@ -759,7 +759,7 @@ inline __attribute__((always_inline)) VecU bf16_pair_bits(Pair v) {
 }  // namespace detail
 
 template <class T>
-inline __attribute__((always_inline)) void store_pair(T* p, Pair v) {
+ACLNN_ALWAYS_INLINE void store_pair(T* p, Pair v) {
   if constexpr (kSplitPair<T>) {
     const VecU bits = detail::bf16_pair_bits(v);
     std::memcpy(p, &bits, sizeof bits);
@@ -775,7 +775,7 @@ template <class T>
 constexpr std::size_t kPairStreamAlign = 2 * kWidth * sizeof(T) < 64 ? 2 * kWidth * sizeof(T) : 64;
 
 template <class T>
-inline __attribute__((always_inline)) void stream_pair(T* p, Pair v) {
+ACLNN_ALWAYS_INLINE void stream_pair(T* p, Pair v) {
   if constexpr (kSplitPair<T>) {
     const VecU bits = detail::bf16_pair_bits(v);
 #if ACLNN_ISA_LEVEL == 2
@@ -806,7 +806,7 @@ inline __attribute__((always_inline)) void stream_pair(T* p, Pair v) {
 
 // store_or_stream for a pair: streamed when kStream and p is pair-stream-aligned.
 template <bool kStream, class T>
-inline __attribute__((always_inline)) void store_or_stream_pair(T* p, Pair v) {
+ACLNN_ALWAYS_INLINE void store_or_stream_pair(T* p, Pair v) {
   if (kStream && kLinePairStreams<T> && aligned_to<kPairStreamAlign<T>>(p)) stream_pair(p, v);
   else store_pair(p, v);
 }
@@ -815,7 +815,7 @@ inline __attribute__((always_inline)) void store_or_stream_pair(T* p, Pair v) {
 // count)` a single vector as for store_run (used for the head, before the stream alignment,
 // and for the tail). Same values as store_run, whatever the split.
 template <bool kStream, class T, class PairValue, class Value>
-inline __attribute__((always_inline)) void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) {
+ACLNN_ALWAYS_INLINE void store_run_pairs(T* out, int64_t n, PairValue&& pair, Value&& value) {
   constexpr int64_t kPair = 2 * kWidth;
   int64_t i = 0;
   if constexpr (kStream && kLinePairStreams<T>) {
