@@ -38,12 +38,16 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
     assert len(row["ours_samples_ms"]) == 2 and row["ours_loops"] >= 1
     if machine["torch"] is None:
         assert row["torch_ms"] is None and row["speedup"] is None and row["torch_error"]
+        assert row["copy_speedup"] is None
     else:
         # The ratio is the median of per-round ratios (samples of a round taken side by side).
         per_round = [t / o for t, o in zip(row["torch_samples_ms"], row["ours_samples_ms"])]
         assert row["torch_ms"] > 0 and row["speedup"] == pytest.approx(statistics.median(per_round))
         copy_per_round = [c / o for c, o in zip(row["copy_samples_ms"], row["ours_samples_ms"])]
         assert row["copy_fraction"] == pytest.approx(statistics.median(copy_per_round))
+        # What an op running at copy speed would reach against torch, paired the same way.
+        ceiling = [t / c for t, c in zip(row["torch_samples_ms"], row["copy_samples_ms"])]
+        assert row["copy_speedup"] == pytest.approx(statistics.median(ceiling))
         assert row["max_rel_diff_vs_torch"][0] < 1e-5  # both computed the same softmax gradient
         assert [t["name"] for t in row["targets"]] == ["speedup"]  # tiny: in cache, no fp16 row
     assert isinstance(report["missed"], list)
@@ -105,3 +109,16 @@ def test_plot_without_matplotlib_says_so(tmp_path, monkeypatch):
     rows = [{"op": "prelu", "case": "x", "dtype": "float32", "threads": 2, "speedup": 2.0, "targets": []}]
     message = bench.write_plot(str(tmp_path / "p.png"), rows)
     assert "matplotlib" in message and not (tmp_path / "p.png").exists()
+
+
+def test_a_missed_speedup_names_what_a_copy_reaches():
+    row = {"op": "group_norm", "case": "x", "dtype": "bfloat16", "threads": 2, "shape": "s", "batch": 8,
+           "speedup": 1.2, "copy_speedup": 1.7, "copy_fraction": 0.7}
+    bench.evaluate_targets([row])
+    (missed,) = bench.missed_targets([row])
+    assert "speed-up 1.20x < 1.5x" in missed and "(a copy of the same bytes: 1.70x)" in missed
+    row.update(copy_speedup=None)
+    (missed,) = bench.missed_targets([row])
+    assert missed.endswith("< 1.5x")
+    cells = bench.table_rows([dict(row, copy_speedup=1.7, ours_ms=1.0, torch_ms=1.2, ours_gbps=10.0)])[0]
+    assert cells[bench.TABLE_HEADER.index("copy's speed-up")] == "1.70x"
