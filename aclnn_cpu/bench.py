@@ -642,9 +642,27 @@ def run_overhead(op: str, ac, torch, rounds: int, min_time: float) -> Dict:
         except Exception as exc:
             row["errors"][name] = f"{type(exc).__name__}: {exc}".splitlines()[0]
     if fns:
-        for name, t in time_interleaved(fns, rounds, min_time).items():
+        timing = time_interleaved(fns, rounds, min_time)
+        for name, t in timing.items():
             row["us"][name] = t["median"] * 1e6
+            row.setdefault("samples_us", {})[name] = [v * 1e6 for v in t["samples"]]
+        if "torch" in timing:
+            # ours / torch per round, then the median (as the speed-ups are paired).
+            row["vs_torch"] = {name: _median_ratio(timing[name]["samples"], timing["torch"]["samples"])
+                               for name in timing if name != "torch"}
     return row
+
+
+def evaluate_overhead_targets(overhead: List[Dict]) -> None:
+    """Adds o["targets"]: each variant's per-call time at most torch's (median of per-round ratios)."""
+    for o in overhead:
+        o["targets"] = [{"name": "overhead", "variant": name, "goal": 1.0, "value": ratio, "pass": ratio <= 1.0}
+                        for name, ratio in o.get("vs_torch", {}).items()]
+
+
+def missed_overhead(overhead: List[Dict]) -> List[str]:
+    return [f"{o['op']} per-call overhead, {t['variant']}: {t['value']:.2f}x torch's > 1"
+            for o in overhead for t in o.get("targets", []) if not t["pass"]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -730,6 +748,18 @@ TABLE_HEADER = ["op", "case", "dtype", "thr", "shape", "ours ms", "torch ms", "s
 OVERHEAD_COLUMNS = ["functional out=", "functional alloc", "two-phase", "torch"]
 
 
+def _overhead_cells(o: Dict) -> List[str]:
+    """Microseconds per call; ours with (ratio to torch's, paired per round) when torch ran."""
+    cells = []
+    for c in OVERHEAD_COLUMNS:
+        if c not in o["us"]:
+            cells.append("-")
+            continue
+        ratio = o.get("vs_torch", {}).get(c)
+        cells.append(f"{o['us'][c]:.2f}" + ("" if ratio is None else f" ({ratio:.2f}x)"))
+    return cells
+
+
 def format_text(rows: List[Dict], overhead: List[Dict]) -> str:
     body = table_rows(rows)
     widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(TABLE_HEADER)]
@@ -738,11 +768,11 @@ def format_text(rows: List[Dict], overhead: List[Dict]) -> str:
     for b in body:
         lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
     if overhead:
-        lines += ["", "Per-call overhead, 8-element float32 tensors (microseconds per call, median):"]
+        lines += ["", "Per-call overhead, 8-element float32 tensors (microseconds per call, median; "
+                           "in brackets ours / torch, the median of per-round ratios):"]
         lines.append(f"{'op':<14}" + "".join(f"{c:>18}" for c in OVERHEAD_COLUMNS))
         for o in overhead:
-            cells = [f"{o['us'][c]:.2f}" if c in o["us"] else "-" for c in OVERHEAD_COLUMNS]
-            lines.append(f"{o['op']:<14}" + "".join(f"{c:>18}" for c in cells))
+            lines.append(f"{o['op']:<14}" + "".join(f"{c:>18}" for c in _overhead_cells(o)))
     return "\n".join(lines)
 
 
@@ -763,12 +793,12 @@ def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, setti
     for b in table_rows(rows):
         lines.append("| " + " | ".join(c.replace("|", "/") for c in b) + " |")
     if overhead:
-        lines += ["", "Per-call overhead on 8-element float32 tensors, microseconds per call (median):", ""]
+        lines += ["", "Per-call overhead on 8-element float32 tensors, microseconds per call (median; in "
+                  "brackets ours / torch, the median of per-round ratios; target <= 1):", ""]
         lines.append("| op | " + " | ".join(OVERHEAD_COLUMNS) + " |")
         lines.append("|---|" + "|".join("---:" for _ in OVERHEAD_COLUMNS) + "|")
         for o in overhead:
-            cells = [f"{o['us'][c]:.2f}" if c in o["us"] else "-" for c in OVERHEAD_COLUMNS]
-            lines.append(f"| {o['op']} | " + " | ".join(cells) + " |")
+            lines.append(f"| {o['op']} | " + " | ".join(_overhead_cells(o)) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -991,6 +1021,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
         if torch is not None:
             torch.set_num_threads(previous_torch_threads)
     evaluate_targets(rows)
+    evaluate_overhead_targets(overhead)
     machine = machine_info(ac, torch)
     # Other processes on the same cores stall OpenMP barriers: the load tells whether the
     # numbers were taken on a quiet machine.
@@ -1009,7 +1040,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
                                  "low_precision_per_element": "<= float32"}},
         "results": rows,
         "overhead": overhead,
-        "missed": missed_targets(rows),
+        "missed": missed_targets(rows) + missed_overhead(overhead),
     }
 
 

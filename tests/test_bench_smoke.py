@@ -56,6 +56,11 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
     assert overhead["op"] == "softmax"
     for variant in ("functional out=", "functional alloc", "two-phase"):
         assert overhead["us"][variant] > 0, overhead
+        if machine["torch"] is not None:
+            paired = [o / t for o, t in zip(overhead["samples_us"][variant], overhead["samples_us"]["torch"])]
+            assert overhead["vs_torch"][variant] == pytest.approx(statistics.median(paired))
+    if machine["torch"] is not None:
+        assert [t["variant"] for t in overhead["targets"]] == ["functional out=", "functional alloc", "two-phase"]
 
     assert "softmax" in captured.out and "Per-call overhead" in captured.out  # the tables
     assert "1/2" in captured.err  # the progress bar goes to stderr
@@ -122,3 +127,12 @@ def test_a_missed_speedup_names_what_a_copy_reaches():
     assert missed.endswith("< 1.5x")
     cells = bench.table_rows([dict(row, copy_speedup=1.7, ours_ms=1.0, torch_ms=1.2, ours_gbps=10.0)])[0]
     assert cells[bench.TABLE_HEADER.index("copy's speed-up")] == "1.70x"
+
+
+def test_a_missed_overhead_target_is_listed():
+    overhead = [{"op": "grid_sampler", "us": {"functional out=": 4.0, "two-phase": 6.0, "torch": 5.0},
+                 "vs_torch": {"functional out=": 0.8, "two-phase": 1.2}}]
+    bench.evaluate_overhead_targets(overhead)
+    assert [t["pass"] for t in overhead[0]["targets"]] == [True, False]
+    assert bench.missed_overhead(overhead) == ["grid_sampler per-call overhead, two-phase: 1.20x torch's > 1"]
+    assert bench._overhead_cells(overhead[0]) == ["4.00 (0.80x)", "-", "6.00 (1.20x)", "5.00"]
