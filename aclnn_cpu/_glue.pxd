@@ -33,3 +33,11 @@ cdef int raise_for_status(aclnnStatus status) except -1
 cdef Executor new_executor(aclOpExecutor* ptr, uint64_t workspace_size, str op_name, RunFn run_fn, tuple keep)
 cdef object run_two_phase(object workspace, uint64_t workspace_size, Executor executor, object stream, str op_name)
 cdef object run_functional(Executor executor)
+
+# Helpers of the generated functional API (also importable from Python).
+cpdef object as_input(object x)
+cpdef tuple shape_of(object x)
+cpdef object dtype_of(object x)
+cpdef object new_output(object shape, object dtype)
+cpdef object empty_aligned(object shape, object dtype)
+cpdef tuple unpack_out(object out, Py_ssize_t n, str name)

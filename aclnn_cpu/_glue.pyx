@@ -371,9 +371,12 @@ cdef object run_functional(Executor executor):
     return _run(executor, ptr, size, NULL)
 
 
-# ---- Python-level helpers used by the generated functional API ----
+# ---- Helpers of the generated functional API ----
+# cpdef and cimported by aclnn_cpu/_ops.pyx: called there as C functions, since a call through
+# Python cost about as much as the rest of a tiny call's output allocation (GridSampler's
+# "functional alloc" overhead was 1.2x torch's). NumPy arrays take the first branch of each.
 
-def as_input(x):
+cpdef object as_input(object x):
     """Arrays, tensors and None pass through; nested lists and scalars become NumPy arrays."""
     if x is None or isinstance(x, np.ndarray) or hasattr(x, "__dlpack__") \
             or hasattr(x, "__array_interface__"):
@@ -381,15 +384,17 @@ def as_input(x):
     return np.asarray(x)
 
 
-def shape_of(x):
+cpdef tuple shape_of(object x):
     """The shape of any array-like as a tuple of ints."""
+    if type(x) is np.ndarray:
+        return x.shape  # already a tuple of ints
     shape = getattr(x, "shape", None)
     if shape is None:
         shape = np.asarray(x).shape
-    return tuple(int(s) for s in shape)
+    return tuple([int(s) for s in shape])
 
 
-def dtype_of(x):
+cpdef object dtype_of(object x):
     """The NumPy dtype matching ``x``'s element type (ml_dtypes.bfloat16 for bfloat16)."""
     if isinstance(x, np.ndarray):
         return x.dtype
@@ -405,7 +410,7 @@ def dtype_of(x):
     return np.asarray(x).dtype
 
 
-def new_output(shape, dtype):
+cpdef object new_output(object shape, object dtype):
     """A fresh output array (bfloat16 accepted by name), its data on a 64-byte cache line.
 
     NumPy puts big arrays 16 bytes past a line (glibc's chunk header), and the kernels' streaming
@@ -419,12 +424,13 @@ def new_output(shape, dtype):
     return empty_aligned(shape, dtype)
 
 
-def empty_aligned(shape, dtype):
+cpdef object empty_aligned(object shape, object dtype):
     """``np.empty(shape, dtype)`` whose data starts on a 64-byte line (for ``out=`` arrays)."""
     if not isinstance(dtype, np.dtype):
         dtype = _BFLOAT16 if isinstance(dtype, str) and dtype in ("bfloat16", "bf16") else np.dtype(dtype)
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    cdef Py_ssize_t nbytes = dtype.itemsize
+    if type(shape) is not tuple:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    cdef Py_ssize_t nbytes = (<cnp.dtype>dtype).itemsize
     for extent in shape:
         nbytes *= extent
     if nbytes < 4096:  # small: the alignment cannot matter, skip the extra work
@@ -434,7 +440,7 @@ def empty_aligned(shape, dtype):
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
-def unpack_out(out, n, name):
+cpdef tuple unpack_out(object out, Py_ssize_t n, str name):
     """``out=`` of an n-output op: None, or a tuple/list of n arrays-or-None."""
     if out is None:
         return (None,) * n

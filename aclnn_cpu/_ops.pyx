@@ -9,9 +9,8 @@ from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
     BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,
-    aclTensor, bool_array_arg, new_executor, raise_for_status, run_functional, run_two_phase,
-    tensor_arg)
-from aclnn_cpu._glue import as_input, dtype_of, new_output, shape_of, unpack_out
+    aclTensor, as_input, bool_array_arg, dtype_of, new_executor, new_output, raise_for_status,
+    run_functional, run_two_phase, shape_of, tensor_arg, unpack_out)
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm_backward',

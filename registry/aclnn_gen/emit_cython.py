@@ -209,9 +209,8 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            "from libc.stdint cimport int64_t, uint64_t", "",
            "from aclnn_cpu._glue cimport (",
            "    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,",
-           "    aclTensor, bool_array_arg, new_executor, raise_for_status, run_functional, run_two_phase,",
-           "    tensor_arg)",
-           "from aclnn_cpu._glue import as_input, dtype_of, new_output, shape_of, unpack_out", ""]
+           "    aclTensor, as_input, bool_array_arg, dtype_of, new_executor, new_output, raise_for_status,",
+           "    run_functional, run_two_phase, shape_of, tensor_arg, unpack_out)", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     out += ["", "",
             "cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):",
