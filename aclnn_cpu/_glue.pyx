@@ -431,10 +431,20 @@ cpdef object empty_aligned(object shape, object dtype):
     if type(shape) is not tuple:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     cdef Py_ssize_t nbytes = (<cnp.dtype>dtype).itemsize
-    for extent in shape:
+    cdef cnp.npy_intp dims[32]
+    cdef int nd = len(shape)
+    cdef bint plain = nd <= 32  # NumPy's dimension limit: beyond it np.empty raises
+    cdef Py_ssize_t k
+    for k in range(nd):
+        extent = shape[k]
         nbytes *= extent
+        if plain:
+            dims[k] = extent
+            plain = dims[k] >= 0
     if nbytes < 4096:  # small: the alignment cannot matter, skip the extra work
-        return np.empty(shape, dtype=dtype)
+        if plain:  # NumPy's C constructor: np.empty without the Python call
+            return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
+        return np.empty(shape, dtype=dtype)  # raises for a negative extent
     cdef cnp.ndarray raw = np.empty(nbytes + 64, dtype=np.uint8)
     cdef Py_ssize_t start = (64 - (<uintptr_t>cnp.PyArray_DATA(raw)) % 64) % 64
     return raw[start:start + nbytes].view(dtype).reshape(shape)

@@ -241,16 +241,22 @@ def test_cli_stops_quietly_when_the_reader_goes_away():
 # empty_aligned gives the same to callers preparing out= arrays.
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, "bfloat16"])
-@pytest.mark.parametrize("shape", [(3000,), (64, 130), 5000, (2, 0, 3000)])
+@pytest.mark.parametrize("shape", [(3000,), (64, 130), 5000, (2, 0, 3000), (2, 3), (), [4, 5], np.int64(7)])
 def test_empty_aligned(dtype, shape):
     a = ac.empty_aligned(shape, dtype)
-    expected_shape = (shape,) if isinstance(shape, int) else shape
+    expected_shape = (int(shape),) if np.ndim(shape) == 0 and not isinstance(shape, tuple) else tuple(shape)
     assert a.shape == expected_shape and a.flags.c_contiguous and a.flags.writeable
     assert a.dtype == (BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype))
     if a.nbytes >= 4096:
         assert a.ctypes.data % 64 == 0
     a[...] = 1  # writable over its whole extent
     assert (f64(a) == 1).all()
+
+
+@pytest.mark.parametrize("shape", [(-1,), (2, -3), (-1, 5000)])
+def test_empty_aligned_refuses_a_negative_extent(shape):
+    with pytest.raises(ValueError):
+        ac.empty_aligned(shape, np.float32)
 
 
 def test_functional_outputs_are_line_aligned():
