@@ -444,7 +444,7 @@ cpdef object empty_aligned(object shape, object dtype):
     if nbytes < 4096:  # small: the alignment cannot matter, skip the extra work
         if plain:  # NumPy's C constructor: np.empty without the Python call
             return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
-        return np.empty(shape, dtype=dtype)  # raises for a negative extent
+        return np.empty(shape, dtype=dtype)  # raises for a negative extent or too many dims
     cdef cnp.ndarray raw = np.empty(nbytes + 64, dtype=np.uint8)
     cdef Py_ssize_t start = (64 - (<uintptr_t>cnp.PyArray_DATA(raw)) % 64) % 64
     return raw[start:start + nbytes].view(dtype).reshape(shape)

@@ -633,7 +633,7 @@ def _overhead_callables(op: str, ac, torch) -> Dict[str, Callable[[], object]]:
 
 def run_overhead(op: str, ac, torch, rounds: int, min_time: float) -> Dict:
     """Per-call time (microseconds) on 8-element fp32 tensors: the fixed cost of a call."""
-    row = {"op": op, "elements": 8, "dtype": "float32", "us": {}, "errors": {}}
+    row = {"op": op, "elements": 8, "dtype": "float32", "us": {}, "samples_us": {}, "errors": {}}
     fns = {}
     for name, fn in _overhead_callables(op, ac, torch).items():
         try:
@@ -645,24 +645,12 @@ def run_overhead(op: str, ac, torch, rounds: int, min_time: float) -> Dict:
         timing = time_interleaved(fns, rounds, min_time)
         for name, t in timing.items():
             row["us"][name] = t["median"] * 1e6
-            row.setdefault("samples_us", {})[name] = [v * 1e6 for v in t["samples"]]
+            row["samples_us"][name] = [v * 1e6 for v in t["samples"]]
         if "torch" in timing:
             # ours / torch per round, then the median (as the speed-ups are paired).
             row["vs_torch"] = {name: _median_ratio(timing[name]["samples"], timing["torch"]["samples"])
                                for name in timing if name != "torch"}
     return row
-
-
-def evaluate_overhead_targets(overhead: List[Dict]) -> None:
-    """Adds o["targets"]: each variant's per-call time at most torch's (median of per-round ratios)."""
-    for o in overhead:
-        o["targets"] = [{"name": "overhead", "variant": name, "goal": 1.0, "value": ratio, "pass": ratio <= 1.0}
-                        for name, ratio in o.get("vs_torch", {}).items()]
-
-
-def missed_overhead(overhead: List[Dict]) -> List[str]:
-    return [f"{o['op']} per-call overhead, {t['variant']}: {t['value']:.2f}x torch's > 1"
-            for o in overhead for t in o.get("targets", []) if not t["pass"]]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -689,6 +677,18 @@ def evaluate_targets(rows: List[Dict]) -> None:
             targets.append({"name": "per_element_vs_fp32", "goal": 1.0, "value": ratio,
                             "pass": ratio <= 1.0, "text": f"<=fp32 ({ratio:.2f}x)"})
         r["targets"] = targets
+
+
+def evaluate_overhead_targets(overhead: List[Dict]) -> None:
+    """Adds o["targets"]: each variant's per-call time at most torch's (median of per-round ratios)."""
+    for o in overhead:
+        o["targets"] = [{"name": "overhead", "variant": name, "goal": 1.0, "value": ratio, "pass": ratio <= 1.0}
+                        for name, ratio in o.get("vs_torch", {}).items()]
+
+
+def missed_overhead(overhead: List[Dict]) -> List[str]:
+    return [f"{o['op']} per-call overhead, {t['variant']}: {t['value']:.2f}x torch's > 1"
+            for o in overhead for t in o.get("targets", []) if not t["pass"]]
 
 
 def missed_targets(rows: List[Dict]) -> List[str]:

@@ -2,7 +2,8 @@
 // per (n, group) task, sum dY * (X - m) and dY plane by plane, then write dX over the group
 // (its inputs now in L2). No parameter I/O, no call overhead: the time this structure takes on
 // the machine, to compare with the op (docs/performance.md, "Targets missed"). The second
-// figure is the same work as two sweeps over all the data (sums everywhere, then writes).
+// figure moves the same bytes in two sweeps over all the data: one reading dY and X (a product
+// and a compare per vector, lighter than the sums), then one writing dX.
 // Build and run (x86-64 with AVX-512):
 //   g++ -O2 -march=native -fopenmp group_norm_two_pass.cpp -o gn2 && OMP_NUM_THREADS=2 ./gn2 [misalign]
 // misalign (floats, default 0) offsets dY and X from a 64-byte line, as NumPy's allocations are.
