@@ -121,12 +121,14 @@ def test_documented_example_two_phase():
 
 # --------------------------------------------------------------------------------------------
 # Numbers across schedules: fused groups, short planes (HxW < SIMD width, HxW == 1), groups too
-# big for one task (chunked, several 16384-element chunks per plane), with and without gamma.
+# big for one task (chunked, several 16384-element chunks per plane), fused groups bigger than
+# half an L2 (dX written channel by channel backwards: (4, 6, 250, 250)), with and without gamma.
 
 CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28), 4, 32, 784, 8),
          ((3, 8), 3, 8, 1, 4), ((64, 64), 64, 64, 1, 32), ((2, 6, 3), 2, 6, 3, 6), ((5, 12, 7), 5, 12, 7, 3),
          ((2, 8, 1000), 2, 8, 1000, 1), ((1, 4, 300, 300), 1, 4, 90000, 2), ((1, 2, 70000), 1, 2, 70000, 1),
-         ((2, 4, 3, 17), 2, 4, 51, 2), ((3, 130, 700), 3, 130, 700, 1), ((1, 1), 1, 1, 1, 1)]
+         ((2, 4, 3, 17), 2, 4, 51, 2), ((3, 130, 700), 3, 130, 700, 1), ((1, 1), 1, 1, 1, 1),
+         ((4, 6, 250, 250), 4, 6, 62500, 2)]
 
 
 @pytest.mark.parametrize("shape,N,C,HxW,G", CASES, ids=str)
