@@ -13,7 +13,8 @@
 // shape. Two schedules, chosen by shape only, so results never depend on the thread count:
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
-//     still in cache;
+//     still in cache (a group bigger than half an L2 writes its channels last to first, so the
+//     write pass starts on what the sums pass left in L2);
 //   * chunked (other groups): plane sums in fixed chunks of kPlaneChunk (partials in the
 //     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk.
 // dX of an op that overflows the last-level cache is written with streaming stores.
