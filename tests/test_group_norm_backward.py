@@ -282,6 +282,34 @@ def test_bitwise_identical_across_thread_counts(isa, threads, shape, N, C, HxW, 
     assert results[0] == results[1] == results[2]
 
 
+def at_line_offset(arr, offset):
+    """A copy of arr whose data starts `offset` bytes past a 64-byte line."""
+    buf = np.empty(arr.nbytes + 128, np.uint8)
+    start = (offset - buf.ctypes.data) % 64
+    out = buf[start:start + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    out[...] = arr
+    return out
+
+
+# Bitwise identical results wherever dY and X sit in memory (each at its own offset from a cache
+# line, the same or different): the summation order must be a function of the shape alone, e.g.
+# no loads that start from an aligned address and so regroup the lanes. Planes long and short,
+# with and without a partial last vector, fused and chunked schedules.
+@pytest.mark.parametrize("shape,N,C,HxW,G", [((2, 8, 100), 2, 8, 100, 4), ((1, 3, 1000), 1, 3, 1000, 1),
+                                             ((2, 4, 64), 2, 4, 64, 2), ((1, 2, 40000), 1, 2, 40000, 1),
+                                             ((2, 6, 17), 2, 6, 17, 3), ((3, 4, 127), 3, 4, 127, 2)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bitwise_identical_at_any_address(isa, shape, N, C, HxW, G, dtype):
+    rng = np.random.default_rng(HxW)
+    dy, x, *rest = make(rng, shape, N, C, HxW, G, dtype)
+    step = dtype.itemsize
+    results = set()
+    for dy_off, x_off in [(0, 0), (16, 16), (step, step), (48, 48), (64 - step, 64 - step), (16, 0), (0, 32 + step)]:
+        outs = ac.group_norm_backward(at_line_offset(dy, dy_off), at_line_offset(x, x_off), *rest, ALL)
+        results.add(b"".join(r.tobytes() for r in outs))
+    assert len(results) == 1
+
+
 # --------------------------------------------------------------------------------------------
 # Documented errors (161001 #1-#4, 161002 #1-#11) through both APIs, outputs untouched.
 
