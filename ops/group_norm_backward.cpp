@@ -278,7 +278,8 @@ struct Kernel {
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
-        stream(plan.need_dx && !plan.empty && streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
+        stream(plan.need_dx && !plan.empty &&
+               streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
                stream_runs_fit(args.gradInput.ptr<T>(), run_elems(plan) * sizeof(T))),
         // (An empty plan's D and HxW may be anything: see make_plan.)
         writes_backward(!plan.empty && uint64_t(plan.D * plan.HxW) * 2 * sizeof(T) > kBackwardWriteBytes),
