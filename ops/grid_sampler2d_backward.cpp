@@ -29,7 +29,6 @@
 // coordinate - it crashes), we use the coordinate its forward pass samples (0) with a zero
 // gradient multiplier.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1273,23 +1272,11 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
 // ---------------------------------------------------------------------------------------------
 // Parallel helpers.
 
-// Runs fn(task, slot) for every task in [0, ntasks) on at most `slots` threads (one when not
-// `worth_threads`); a thread keeps one slot (its scratch memory) for all the tasks it takes.
-// Tasks are handed out one by one, so a thread that loses its core (other processes) delays
-// the rest by one task, not by a share fixed in advance. Which thread runs a task never changes
-// what the task computes.
+// parallel_tasks on at most `slots` threads (one when not `worth_threads`); a thread keeps one
+// slot (its scratch memory) for all the tasks it takes.
 template <class Fn>
 void run_tasks(int64_t ntasks, int64_t slots, bool worth_threads, Fn&& fn) {
-  int64_t threads = worth_threads ? std::min<int64_t>({int64_t(num_threads()), slots, ntasks}) : 1;
-  if (threads <= 1) {
-    for (int64_t t = 0; t < ntasks; ++t) fn(t, int64_t(0));
-    return;
-  }
-  std::atomic<int64_t> next{0};
-  parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t slot = begin; slot < end; ++slot)
-      for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) fn(t, slot);
-  });
+  parallel_tasks(ntasks, worth_threads ? slots : 1, fn);
 }
 
 // fn(begin, end) over [0, n) in chunks of `chunk` items, handed out as tasks.

@@ -37,29 +37,35 @@ void parallel_for(int64_t n, int64_t grain, Body&& body) {
   body(int64_t(0), n);
 }
 
-// Like parallel_for, but [0, n) is cut into chunks of `grain` items handed out one at a time to
-// whichever thread is free, so a thread that loses its core to another process delays the call
-// by one chunk rather than by a share fixed in advance. Only for bodies whose results do not
-// depend on which thread runs which chunk.
+// Runs fn(task, worker) for every task in [0, ntasks) on at most `max_workers` threads, handing
+// the tasks out one at a time to whichever thread is free: a thread that loses its core to
+// another process delays the call by one task, not by a share fixed in advance. `worker`, in
+// [0, max_workers), is the same for all the tasks one thread takes (an index for per-thread
+// scratch memory). Only for tasks whose results do not depend on which thread runs them.
+template <typename Fn>
+void parallel_tasks(int64_t ntasks, int64_t max_workers, Fn&& fn) {
+  int64_t threads = num_threads();
+  if (threads > max_workers) threads = max_workers;
+  if (threads > ntasks) threads = ntasks;
+  if (threads <= 1) {
+    for (int64_t t = 0; t < ntasks; ++t) fn(t, int64_t(0));
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t worker = begin; worker < end; ++worker)
+      for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) fn(t, worker);
+  });
+}
+
+// parallel_for with [0, n) cut into chunks of `grain` items handed out by parallel_tasks.
 template <typename Body>
 void parallel_for_dynamic(int64_t n, int64_t grain, Body&& body) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   const int64_t chunks = (n + grain - 1) / grain;
-  int threads = num_threads();
-  if (threads > chunks) threads = static_cast<int>(chunks);
-#ifdef _OPENMP
-  if (threads > 1) {
-    std::atomic<int64_t> next{0};
-#pragma omp parallel num_threads(threads)
-    {
-      for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1))
-        body(c * grain, c + 1 < chunks ? (c + 1) * grain : n);
-    }
-    return;
-  }
-#endif
-  body(int64_t(0), n);
+  parallel_tasks(chunks, chunks,
+                 [&](int64_t c, int64_t) { body(c * grain, c + 1 < chunks ? (c + 1) * grain : n); });
 }
 
 }  // namespace aclnn_cpu
