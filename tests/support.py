@@ -67,6 +67,15 @@ def strided_view(rng: np.random.Generator, arr: np.ndarray, kind: str) -> np.nda
 LAYOUTS = ["contiguous", "sliced", "transposed", "negative"]
 
 
+def at_line_offset(shape, dtype, offset: int) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts `offset` bytes past a 64-byte line."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    raw = np.empty(nbytes + 128, np.uint8)
+    start = (offset - raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def assert_within(actual, reference, bound, what=""):
     """|actual - reference| <= bound elementwise (bound broadcastable), NaN where reference is NaN."""
     a = f64(actual)

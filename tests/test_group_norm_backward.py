@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
-from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, strided_view, to_torch
+from support import (BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, at_line_offset, f64, strided_view,
+                     to_torch)
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 TINY = {np.dtype(np.float32): 2.0 ** -150, np.dtype(np.float16): 2.0 ** -25, BFLOAT16: 2.0 ** -134}
@@ -284,11 +285,9 @@ def test_bitwise_identical_across_thread_counts(isa, threads, shape, N, C, HxW, 
     assert results[0] == results[1] == results[2]
 
 
-def at_line_offset(arr, offset):
+def copy_at_line_offset(arr, offset):
     """A copy of arr whose data starts `offset` bytes past a 64-byte line."""
-    buf = np.empty(arr.nbytes + 128, np.uint8)
-    start = (offset - buf.ctypes.data) % 64
-    out = buf[start:start + arr.nbytes].view(arr.dtype).reshape(arr.shape)
+    out = at_line_offset(arr.shape, arr.dtype, offset)
     out[...] = arr
     return out
 
@@ -307,7 +306,7 @@ def test_bitwise_identical_at_any_address(isa, shape, N, C, HxW, G, dtype):
     step = dtype.itemsize
     results = set()
     for dy_off, x_off in [(0, 0), (16, 16), (step, step), (48, 48), (64 - step, 64 - step), (16, 0), (0, 32 + step)]:
-        outs = ac.group_norm_backward(at_line_offset(dy, dy_off), at_line_offset(x, x_off), *rest, ALL)
+        outs = ac.group_norm_backward(copy_at_line_offset(dy, dy_off), copy_at_line_offset(x, x_off), *rest, ALL)
         results.add(b"".join(r.tobytes() for r in outs))
     assert len(results) == 1
 

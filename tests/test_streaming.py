@@ -14,7 +14,7 @@ import pytest
 
 import aclnn_cpu as ac
 from aclnn_cpu import _config
-from support import BFLOAT16
+from support import BFLOAT16, at_line_offset
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 
@@ -27,12 +27,8 @@ def llc():
 
 
 def output_buffer(shape, dtype, misalign):
-    """An uninitialised array whose data starts on a 64-byte line, or `misalign` elements past it."""
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape))
-    raw = np.empty(count * dtype.itemsize + 128, np.uint8)
-    start = (-raw.ctypes.data) % 64 + misalign * dtype.itemsize
-    out = raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+    """A NaN-filled array whose data starts on a 64-byte line, or `misalign` elements past it."""
+    out = at_line_offset(shape, dtype, misalign * np.dtype(dtype).itemsize)
     out[...] = np.nan
     return out
 
