@@ -247,12 +247,7 @@ void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx
 template <class T>
 void read_floats(const TensorView& t, int64_t count, float* out) {
   const T* src = t.ptr<const T>();
-  if (t.is_contiguous()) {
-    int64_t i = 0;
-    for (; i + kWidth <= count; i += kWidth) store(out + i, load(src + i));
-    if (i < count) store_partial(out + i, load_partial(src + i, count - i), count - i);
-    return;
-  }
+  if (t.is_contiguous()) return convert_to_float(src, out, count);
   const FlatIndex f(t);
   Cursor at(f, 0);
   for (int64_t i = 0; i < count; ++i, at.next()) out[i] = to_float(src[at.off]);
@@ -262,13 +257,7 @@ void read_floats(const TensorView& t, int64_t count, float* out) {
 template <class T>
 void write_floats(const float* in, int64_t first, int64_t count, const TensorView& t) {
   T* dst = t.ptr<T>();
-  if (t.is_contiguous()) {
-    dst += first;
-    int64_t i = 0;
-    for (; i + kWidth <= count; i += kWidth) store(dst + i, load(in + i));
-    if (i < count) store_partial(dst + i, load_partial(in + i, count - i), count - i);
-    return;
-  }
+  if (t.is_contiguous()) return convert_from_float(in, dst + first, count);
   const FlatIndex f(t);
   Cursor at(f, first);
   for (int64_t i = 0; i < count; ++i, at.next()) dst[at.off] = from_float<T>(in[i]);
