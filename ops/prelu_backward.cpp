@@ -8,8 +8,9 @@
 // The row dims are coalesced per layout, so contiguous data is one run per row and any strided
 // or broadcast view (gradOutput may broadcast to self: stride 0) walks runs along its last
 // dim. Two task shapes, both fixed by the shape alone so the sums never depend on threads:
-//   * channel runs (HxW >= kChannelRunMin): a task is a chunk of one (n, c) plane; its partial
-//     sum goes to the workspace and gradWeight[c] adds them in (n, chunk) order;
+//   * channel runs (HxW >= kChannelRunMin, or HxW >= kChannelRunPerRow * N): a task is a chunk
+//     of one (n, c) plane; its partial sum goes to the workspace and gradWeight[c] adds them in
+//     (n, chunk) order;
 //   * column blocks (small HxW, e.g. [N, C] inputs): a task is a block of whole channels over
 //     a fixed chunk of rows, accumulating per position in a stack array (vectorised across
 //     channels); per-channel partials go to the workspace, combined in row-chunk order. When
@@ -33,7 +34,13 @@ namespace {
 
 using namespace simd;
 
-constexpr int64_t kChannelRunMin = 512;   // HxW from which a task covers part of one plane
+// Channel runs pay a horizontal sum per plane, column blocks a setup per task (weights and
+// accumulators for the block, then per-channel sums) that only their rows amortise. Measured at
+// 2 threads, channel runs against column blocks (fp32 and bf16): HxW 256 and 400 at N 1-128
+// 0.54-0.97x the time; HxW 196 at N 1-2 0.75-0.93x, at N 4-32 0.86-1.36x; HxW 100 at N 1
+// 0.87x, N 2 1.02-1.07x; HxW 64 at N 1 0.85-0.93x, N 2 1.11-1.20x; HxW 49 at N 1 1.09-1.19x.
+constexpr int64_t kChannelRunMin = 256;   // HxW from which a task covers part of one plane,
+constexpr int64_t kChannelRunPerRow = 64;  // or from this many positions per row of N
 constexpr int64_t kPlaneChunk = 16384;    // elements of a plane per task (and per partial)
 constexpr int64_t kColumnBlock = 2048;    // target positions per column block
 constexpr int64_t kColumnSpan = kColumnBlock + kChannelRunMin;  // most positions of a block
@@ -108,7 +115,7 @@ Layout make_layout(const PreluBackwardArgs& a) {
   for (int t = 0; t < 3; ++t) l.run_stride[t] = l.stride[t][m - 1];
   l.unit_runs = m == 1 && l.run_stride[kGo] == 1 && l.run_stride[kX] == 1 && l.run_stride[kGi] == 1;
 
-  l.channel_runs = l.HxW >= kChannelRunMin;
+  l.channel_runs = l.HxW >= kChannelRunMin || (l.N > 0 && l.HxW / kChannelRunPerRow >= l.N);
   if (l.channel_runs) {
     l.chunks_per_plane = std::max<int64_t>(1, (l.HxW + kPlaneChunk - 1) / kPlaneChunk);
   } else if (l.C > 0) {
