@@ -28,9 +28,11 @@ using namespace simd;
 
 constexpr int64_t kRowChunk = 16384;     // elements per partial sum of a long row
 constexpr int64_t kGrainElems = 32768;   // fewest elements worth a thread of their own
-// Whole rows are cheap to split: [17..32, 1000] and [40, 512] took 0.83-0.98x the time in
-// 2 threads with this grain instead of kGrainElems (in-process, interleaved with torch; each
-// thread still gets at least 8K elements, against a fork/join of about 1 us).
+// Rows (long or short) are cheap to split: with this grain instead of kGrainElems, [17..32,
+// 1000] and [40, 512] took 0.83-0.98x the time at 2 threads, short rows [1024, 24] and [1000,
+// 30] 0.63-0.81x (in-process A/B; each thread still gets at least 8K elements, against a
+// fork/join of about 1 us). Column tiles keep kGrainElems: split, [2, 128, 100] and [4, 64, 96]
+// over dim 1 took 0.65-0.78x but [1, 256, 120] 1.06-1.16x.
 constexpr int64_t kRowGrainElems = 16384;
 constexpr int64_t kShortRow = 32;        // rows shorter than this are handled in flat blocks
 constexpr int64_t kShortBlock = 2048;    // floats of a flat block of short rows
@@ -144,7 +146,7 @@ template <bool kStream, class T, class O>
 void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   const int64_t rows_per_block = kShortBlock / n;
   const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-  parallel_for(blocks, std::max<int64_t>(1, kGrainElems / kShortBlock), [&](int64_t begin, int64_t end) {
+  parallel_for(blocks, std::max<int64_t>(1, kRowGrainElems / kShortBlock), [&](int64_t begin, int64_t end) {
     alignas(64) float buffer[kShortBlock];
     for (int64_t b = begin; b < end; ++b) {
       const int64_t r0 = b * rows_per_block, nr = std::min(rows_per_block, rows - r0);
