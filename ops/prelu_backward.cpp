@@ -44,8 +44,16 @@ constexpr int64_t kChannelRunPerRow = 64;  // or from this many positions per ro
 constexpr int64_t kPlaneChunk = 16384;    // elements of a plane per task (and per partial)
 constexpr int64_t kColumnBlock = 2048;    // target positions per column block
 constexpr int64_t kColumnSpan = kColumnBlock + kChannelRunMin;  // most positions of a block
-constexpr int64_t kColumnTasks = 64;      // column mode aims for this many tasks
-constexpr int64_t kGrainElems = 32768;    // fewest elements worth a thread of their own
+constexpr int64_t kColumnTasks = 64;      // column mode aims for this many tasks,
+// with at least this many rows each (when there are): a task's setup (its block's weights and
+// accumulators, then per-channel sums) costs about as much as a few rows, and [64, 400] in 64
+// one-row tasks took 120 us on one thread.
+constexpr int64_t kColumnMinRows = 16;
+// Fewest elements worth a thread of their own. 32768 left calls of 16K-32K elements on one
+// thread; split in two they took 0.82-0.90x the time in fp32 ([1, 32, 32, 32], [2, 64, 16, 16],
+// [1, 24, 32, 32]) and 0.92-0.99x in bf16, while splitting 16K-element calls gained nothing
+// (0.99-1.05x). 2 threads, in-process A/B.
+constexpr int64_t kGrainElems = 16384;
 
 enum Operand { kGo = 0, kX = 1, kGi = 2 };
 
@@ -131,6 +139,7 @@ Layout make_layout(const PreluBackwardArgs& a) {
     const int64_t wanted_chunks = std::max<int64_t>(1, (kColumnTasks + l.blocks - 1) / l.blocks);
     const int64_t row_chunks = std::min(std::max<int64_t>(l.N, 1), wanted_chunks);
     l.rows_per_chunk = std::max<int64_t>(1, (l.N + row_chunks - 1) / row_chunks);
+    l.rows_per_chunk = std::max(l.rows_per_chunk, std::min(l.N, kColumnMinRows));
     l.row_chunks = std::max<int64_t>(1, (l.N + l.rows_per_chunk - 1) / l.rows_per_chunk);
     bool rows_contiguous = l.blocks == 1 && l.m == 1 && l.shape[0] == l.W;
     for (int t = 0; t < 3; ++t)
@@ -304,6 +313,10 @@ inline void unpair_sums(const float* acc, float* out, int64_t len) {
 // Each position of channels [c0, c1) gets its channel's weight, from the block start.
 template <class W>
 inline void fill_block_weights(W* dst, const float* weights, int64_t c0, int64_t c1, int64_t HxW) {
+  if (HxW == 1) {  // [N, C] inputs: one position per channel, a plain copy
+    for (int64_t c = c0; c < c1; ++c) dst[c - c0] = from_float<W>(weights[c]);
+    return;
+  }
   for (int64_t c = c0; c < c1; ++c)
     std::fill(dst + (c - c0) * HxW, dst + (c - c0 + 1) * HxW, from_float<W>(weights[c]));
 }
