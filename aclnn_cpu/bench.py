@@ -97,7 +97,8 @@ def _grid(N, C, H, W, Ho, Wo, mode=0, padding=0, align=False):
 
 
 SUITE: List[Case] = [
-    # PReLU: the classic per-channel shape, its scalar-weight twin, ResNet/UNet activations.
+    # PReLU: the classic per-channel shape, its scalar-weight twin, ResNet/UNet activations, and
+    # [batch, features] after a linear layer.
     Case("prelu", "per-channel b32", dict(shape=(32, 64, 56, 56), weight="channel"), ("full", "quick")),
     Case("prelu", "scalar weight b32", dict(shape=(32, 64, 56, 56), weight="scalar")),
     Case("prelu", "ResNet stem b1", dict(shape=(1, 64, 112, 112), weight="channel")),
@@ -105,6 +106,7 @@ SUITE: List[Case] = [
     Case("prelu", "ResNet layer3 b32", dict(shape=(32, 1024, 14, 14), weight="channel")),
     Case("prelu", "UNet decoder b1", dict(shape=(1, 64, 256, 256), weight="channel")),
     Case("prelu", "UNet mid b32", dict(shape=(32, 128, 64, 64), weight="channel")),
+    Case("prelu", "MLP features b256", dict(shape=(256, 1024), weight="channel")),
     Case("prelu", "tiny", dict(shape=(2, 4, 8, 8), weight="channel"), ("smoke",)),
     # GroupNorm: Stable-Diffusion-like UNet and VAE shapes, 32 groups.
     Case("group_norm", "SD UNet 64x64 b8", dict(N=8, C=320, H=64, W=64, G=32), ("full", "quick")),
