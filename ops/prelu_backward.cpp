@@ -144,7 +144,8 @@ Layout make_layout(const PreluBackwardArgs& a) {
     bool rows_contiguous = l.blocks == 1 && l.m == 1 && l.shape[0] == l.W;
     for (int t = 0; t < 3; ++t)
       rows_contiguous = rows_contiguous && l.run_stride[t] == 1 && (l.N == 1 || l.row_stride[t] == l.W);
-    if (rows_contiguous) l.fold = std::max<int64_t>(1, kColumnBlock / std::max<int64_t>(1, l.W));
+    // (No more rows folded together than a task has: each folded copy costs the task a pass.)
+    if (rows_contiguous) l.fold = std::max<int64_t>(1, std::min(l.rows_per_chunk, kColumnBlock / std::max<int64_t>(1, l.W)));
   }
   return l;
 }
