@@ -263,7 +263,8 @@ def test_documented_example():
 # partial last blocks). The last shape splits its one 16-lane block (12 channels) into position
 # parts, whose sums go through the 8- and 4-channel write-back groups.
 
-SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17), (1, 12, 8, 8, 64, 64)]
+SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17), (1, 12, 8, 8, 64, 64),
+          (2, 5, 40, 36, 3, 5)]  # a small grid over a big input: bilinear and nearest on touched pixels only
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
@@ -283,7 +284,7 @@ def test_matches_formulas(isa, combo, dtype):
 def test_matches_torch(torch, combo, dtype):
     mode, pad, align = combo
     rng = np.random.default_rng(7 + hash(combo) % 1000)
-    for shape in [(2, 6, 9, 7, 8, 10), (1, 33, 5, 12, 7, 6)]:
+    for shape in [(2, 6, 9, 7, 8, 10), (1, 33, 5, 12, 7, 6), (2, 18, 30, 33, 4, 3)]:
         go, x, grid = make(rng, *shape, dtype, spread=2.5)
         ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
         _, _, ig_bound, gg_bound = reference(go, x, grid, mode, pad, align)
@@ -414,10 +415,11 @@ def test_large_channel_count_matches_torch(torch, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_strided_inputs(isa, layout, mode, dtype):
     rng = np.random.default_rng(14)
-    go, x, grid = make(rng, 2, 6, 7, 8, 9, 5, dtype)
-    views = [strided_view(rng, a, layout) for a in (go, x, grid)]
-    ig, gg = ac.grid_sampler2d_backward(*views, mode, 1, False)
-    check(ig, gg, reference(go, x, grid, mode, 1, False), dtype, layout)
+    for shape in [(2, 6, 7, 8, 9, 5), (2, 6, 30, 32, 3, 4)]:  # the second on touched pixels only
+        go, x, grid = make(rng, *shape, dtype)
+        views = [strided_view(rng, a, layout) for a in (go, x, grid)]
+        ig, gg = ac.grid_sampler2d_backward(*views, mode, 1, False)
+        check(ig, gg, reference(go, x, grid, mode, 1, False), dtype, f"{layout} {shape}")
 
 
 def test_zero_strides_in_inputs():
@@ -431,15 +433,16 @@ def test_zero_strides_in_inputs():
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_out_views(layout, dtype):
+@pytest.mark.parametrize("mode,shape", [(2, (2, 5, 6, 7, 8, 9)), (0, (2, 5, 30, 31, 3, 4))], ids=str)
+def test_out_views(layout, dtype, mode, shape):
     rng = np.random.default_rng(16)
-    go, x, grid = make(rng, 2, 5, 6, 7, 8, 9, dtype)
-    ig_buffer = np.full((4, 10, 12, 14), 7.0, dtype)
+    go, x, grid = make(rng, *shape, dtype)
+    ig_buffer = np.full(tuple(2 * d for d in x.shape), 7.0, dtype)
     ig = ig_buffer[::2, ::2, ::2, ::2] if layout == "sliced" else strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
     gg = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
-    result = ac.grid_sampler2d_backward(go, x, grid, 2, 0, False, out=(ig, gg))
+    result = ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, out=(ig, gg))
     assert result[0] is ig and result[1] is gg
-    check(ig, gg, reference(go, x, grid, 2, 0, False), dtype, layout)
+    check(ig, gg, reference(go, x, grid, mode, 0, False), dtype, layout)
     if layout == "sliced":
         untouched = np.ones(ig_buffer.shape, bool)
         untouched[::2, ::2, ::2, ::2] = False
@@ -501,7 +504,7 @@ def test_empty(shape, mode):
 # Determinism: bitwise identical results for 1, 2 and 3 threads on every schedule.
 
 @pytest.mark.parametrize("shape", [(1, 70, 9, 11, 40, 50), (1, 3, 8, 8, 120, 110), (12, 5, 10, 9, 96, 100),
-                                   (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64)], ids=str)
+                                   (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64), (8, 40, 64, 64, 5, 6)], ids=str)
 @pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype):
