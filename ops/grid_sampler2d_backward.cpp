@@ -61,8 +61,9 @@ constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel r
 // Positions reaching this many times fewer pixels than the input has (taps * P + 1 <= H * W /
 // kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
 // (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:
-// at a ratio of 16-34 0.47-0.74x the time, at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x.
-constexpr int64_t kCompactRatio = 16;
+// at a ratio of 12.6-34 0.24-0.89x the time (N8 C64 56x56 -> 7x7 bilinear, at 15.9: 0.24-0.28x),
+// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x.
+constexpr int64_t kCompactRatio = 12;
 constexpr double kCubicA = -0.75;
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
