@@ -171,6 +171,25 @@ def test_strided_inputs(isa, layout_go, layout_x, shape):
     check(go, x, w, gi, gw)
 
 
+def channels_last(a):
+    # The same values with dim 1 innermost in memory (torch's channels_last for 4-D).
+    order = (0,) + tuple(range(2, a.ndim)) + (1,)
+    back = np.argsort(order)
+    return np.ascontiguousarray(a.transpose(order)).transpose(back)
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (2, 40, 3, 3, 3), (3, 17, 33)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_channels_last(isa, shape, dtype):
+    # self, gradOutput and gradInput (through out=) all channels-last: the row schedule.
+    rng = np.random.default_rng(sum(shape))
+    go, x, w = make(rng, shape, dtype)
+    gi = channels_last(np.full(x.shape, np.nan, dtype))
+    result = ac.prelu_backward(channels_last(go), channels_last(x), w, out=(gi, np.empty(w.shape, dtype)))
+    assert result[0] is gi
+    check(go, x, w, gi, result[1])
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_out_views_and_strided_weight(layout, dtype):
@@ -251,16 +270,22 @@ def test_torch_tensors_in_and_out(torch):
     ((50000, 6), None, False, "contiguous"), ((16, 9000), None, False, "contiguous"),
     ((300, 20, 9), None, False, "transposed"), ((8, 6, 3000), (6, 3000), False, "contiguous"),
     ((200, 300), None, True, "sliced"), ((9, 130, 3, 7), None, False, "contiguous"),
-    ((2, 40, 14, 14), None, False, "contiguous"), ((64, 400), None, False, "contiguous")], ids=str)
+    ((2, 40, 14, 14), None, False, "contiguous"), ((64, 400), None, False, "contiguous"),
+    ((8, 24, 30, 30), None, False, "channels-last")], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, grad_shape, single_weight, layout, dtype):
     rng = np.random.default_rng(6)
     go, x, w = make(rng, shape, dtype, 1 if single_weight else None, grad_shape)
-    x = strided_view(rng, x, layout)
+    out = None
+    if layout == "channels-last":  # all three channels-last: the row schedule
+        go, x = channels_last(go), channels_last(x)
+        out = (channels_last(np.empty(x.shape, dtype)), np.empty(w.shape, dtype))
+    else:
+        x = strided_view(rng, x, layout)
     results = []
     for count in (1, 2, 3):
         threads(count)
-        gi, gw = ac.prelu_backward(go, x, w)
+        gi, gw = ac.prelu_backward(go, x, w, out=out)
         results.append(gi.tobytes() + gw.tobytes())
     assert results[0] == results[1] == results[2]
 
