@@ -133,6 +133,40 @@ def test_strided_inputs(isa, layout_g, layout_y, dim):
     check(g, y, dim, ac.softmax_backward(gv, yv, dim))
 
 
+def in_memory_order(a, order):
+    # The same values with the dims laid out in memory in `order` (outermost first).
+    return np.ascontiguousarray(a.transpose(order)).transpose(np.argsort(order))
+
+
+# All three tensors in one permuted dense layout (transposed, channels-last): the kernel takes
+# their dims in memory order and runs the contiguous paths.
+PERMUTED = [((50, 70), (1, 0), -1), ((50, 70), (1, 0), 0), ((2, 40, 5, 6), (0, 2, 3, 1), 1),
+            ((2, 40, 5, 6), (0, 2, 3, 1), -1), ((4, 3000, 5), (2, 0, 1), 1), ((3, 4, 20000), (2, 0, 1), 2)]
+
+
+@pytest.mark.parametrize("shape,order,dim", PERMUTED, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_permuted_layouts(isa, shape, order, dim, dtype):
+    rng = np.random.default_rng(len(shape) + dim)
+    g, y = inputs(rng, shape, dtype)
+    out = in_memory_order(np.full(shape, np.nan, dtype), order)
+    result = ac.softmax_backward(in_memory_order(g, order), in_memory_order(y, order), dim, out=out)
+    assert result is out
+    check(g, y, dim, out)
+
+
+@pytest.mark.parametrize("shape,order,dim", PERMUTED[2:], ids=str)
+def test_permuted_layouts_bitwise_across_thread_counts(threads, shape, order, dim):
+    rng = np.random.default_rng(11)
+    g, y = (in_memory_order(a, order) for a in inputs(rng, shape, np.float32))
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        out = in_memory_order(np.empty(shape, np.float32), order)
+        results.append(ac.softmax_backward(g, y, dim, out=out).tobytes())
+    assert results[0] == results[1] == results[2]
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_out_views(layout, dtype):
