@@ -103,9 +103,28 @@ struct Plan {
   bool fused = true;
   bool empty = false;  // N, C or HxW is 0: nothing to sum, and the other two may be anything
   int64_t chunks = 1;  // per plane, chunked schedule
+  bool channels_last = false;  // see is_channels_last
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
+  int64_t lanes_at = 0;  // channels-last: per sample, mean / scale / c2 / c3 of every channel
 };
+
+// A tensor whose dim 1 (C) is innermost in memory and whose other dims are row-major around it
+// (the memory of [N, H, W, C]), shape [N, C, ...] with C * HxW per sample.
+bool is_channels_last(const TensorView& t, int64_t N, int64_t C) {
+  const int rank = t.ndim;
+  if (rank < 3 || t.shape[0] != N || t.shape[1] != C || C < 2) return false;
+  int64_t expect = 1;
+  const auto next = [&](int i) {
+    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
+    expect *= t.shape[i];
+    return true;
+  };
+  if (!next(1)) return false;
+  for (int i = rank - 1; i >= 2; --i)
+    if (!next(i)) return false;
+  return next(0);
+}
 
 Plan make_plan(const GroupNormBackwardArgs& a) {
   Plan p;
@@ -135,6 +154,16 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.db_at = at, at += NC;
   p.coef_at = at, at += p.fused ? 0 : 2 * NG;
   p.part_at = at, at += p.fused ? 0 : 2 * NC * p.chunks;
+  // gradOut, input and gradInput (when written) channels-last alike: rows of C channels.
+  const auto same_layout = [&](const TensorView& t) {
+    if (t.ndim != a.input.ndim) return false;
+    for (int i = 0; i < t.ndim; ++i)
+      if (t.shape[i] != a.input.shape[i] || (t.shape[i] != 1 && t.strides[i] != a.input.strides[i])) return false;
+    return true;
+  };
+  p.channels_last = p.HxW > 1 && is_channels_last(a.input, p.N, p.C) && same_layout(a.gradOut) &&
+                    (!p.need_dx || same_layout(a.gradInput));
+  p.lanes_at = at, at += p.channels_last ? 4 * NC : 0;
   p.total = at;
   return p;
 }
@@ -520,6 +549,70 @@ struct Kernel {
     else parallel_for(NG, grain, groups);
   }
 
+  // Channels-last operands: each sample is HxW rows of C channels. Per channel, the sums run
+  // over the rows in order (vectorised across the channels of a row); then each group's
+  // coefficients, spread per channel, and dX row by row. One task per sample. On a channels-last
+  // [8, 64, 56, 56] G32 the strided path took 10.4 ms (torch 6.0 ms).
+  void run_channels_last() const {
+    const int64_t C = p.C, HW = p.HxW, D = p.D;
+    const int64_t per_sample = C * HW;
+    parallel_for(p.N, std::max<int64_t>(1, kGrainElems / per_sample), [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* dy = dy0 + n * per_sample;
+        const T* x = x0 + n * per_sample;
+        float* dsn = ds() + n * C;
+        float* dbn = db() + n * C;
+        float* lm = ws + p.lanes_at + n * 4 * C;  // mean, scale, c2, c3 per channel
+        float* ls = lm + C;
+        float* l2 = ls + C;
+        float* l3 = l2 + C;
+        for (int64_t g = 0; g < p.G; ++g) std::fill(lm + g * D, lm + (g + 1) * D, mean()[n * p.G + g]);
+        std::fill(dsn, dsn + C, 0.0f);
+        std::fill(dbn, dbn + C, 0.0f);
+        for (int64_t r = 0; r < HW; ++r) {
+          const T* dr = dy + r * C;
+          const T* xr = x + r * C;
+          int64_t c = 0;
+          for (; c + kWidth <= C; c += kWidth) {
+            const VecF d = load(dr + c);
+            store(dsn + c, fma(d, load(xr + c) - load(lm + c), load(dsn + c)));
+            store(dbn + c, load(dbn + c) + d);
+          }
+          if (c < C) {
+            const int64_t k = C - c;
+            const VecF d = load_partial(dr + c, k);
+            store_partial(dsn + c, fma(d, load_partial(xr + c, k) - load_partial(lm + c, k), load_partial(dsn + c, k)), k);
+            store_partial(dbn + c, load_partial(dbn + c, k) + d, k);
+          }
+        }
+        if (!p.need_dx) continue;
+        for (int64_t g = 0; g < p.G; ++g) {
+          float c2, c3;
+          group_coef(n, g, c2, c3);
+          const float r = rstd()[n * p.G + g];
+          for (int64_t c = g * D; c < (g + 1) * D; ++c) ls[c] = r * gamma()[c];
+          std::fill(l2 + g * D, l2 + (g + 1) * D, c2);
+          std::fill(l3 + g * D, l3 + (g + 1) * D, c3);
+        }
+        T* dx = dx0 + n * per_sample;
+        for (int64_t r = 0; r < HW; ++r) {
+          const T* dr = dy + r * C;
+          const T* xr = x + r * C;
+          T* out = dx + r * C;
+          int64_t c = 0;
+          for (; c + kWidth <= C; c += kWidth)
+            store(out + c, fma(load(ls + c), load(dr + c), fma(load(l2 + c), load(xr + c) - load(lm + c), load(l3 + c))));
+          if (c < C) {
+            const int64_t k = C - c;
+            store_partial(out + c, fma(load_partial(ls + c, k), load_partial(dr + c, k),
+                                       fma(load_partial(l2 + c, k), load_partial(xr + c, k) - load_partial(lm + c, k),
+                                           load_partial(l3 + c, k))), k);
+          }
+        }
+      }
+    });
+  }
+
   void run_chunked() const {
     const int64_t NC = p.N * p.C, chunks = p.chunks;
     float* part_s = ws + p.part_at;
@@ -611,7 +704,8 @@ struct Kernel {
       return;
     }
     load_params();
-    if (p.fused) run_fused();
+    if (p.channels_last) run_channels_last();
+    else if (p.fused) run_fused();
     else run_chunked();
     if (p.need_dgamma || p.need_dbeta) write_param_grads();
   }

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
-from support import (BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, at_line_offset, f64, strided_view,
-                     to_torch)
+from support import (BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, at_line_offset, channels_last, f64,
+                     strided_view, to_torch)
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 TINY = {np.dtype(np.float32): 2.0 ** -150, np.dtype(np.float16): 2.0 ** -25, BFLOAT16: 2.0 ** -134}
@@ -131,6 +131,41 @@ CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28),
          ((2, 4, 3, 17), 2, 4, 51, 2), ((3, 130, 700), 3, 130, 700, 1), ((1, 1), 1, 1, 1, 1),
          ((4, 6, 250, 250), 4, 6, 62500, 2),
          ((4, 40), 4, 40, 1, 2)]  # HxW == 1 with groups of a vector and a partial one
+
+
+# gradOut, input and gradInput (through out=) channels-last: rows of C channels per sample.
+CHANNELS_LAST = [((2, 6, 5, 7), 2, 6, 35, 3), ((3, 40, 4, 4), 3, 40, 16, 8), ((1, 33, 3, 2, 5), 1, 33, 30, 11),
+                 ((4, 64, 9, 9), 4, 64, 81, 32)]
+
+
+@pytest.mark.parametrize("shape,N,C,HxW,G", CHANNELS_LAST, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("mask", [ALL, (True, False, True), (False, True, True)], ids=str)
+def test_channels_last(isa, shape, N, C, HxW, G, dtype, mask):
+    rng = np.random.default_rng(N * C + HxW)
+    dy, x, mean, rstd, gm, *_ = make(rng, shape, N, C, HxW, G, dtype)
+    if not mask[1]:
+        gm = None
+    args = (dy, x, mean, rstd, gm, N, C, HxW, G)
+    gi = channels_last(np.full(shape, np.nan, dtype)) if mask[0] else None
+    outs = (gi, np.empty(C, dtype) if mask[1] else None, np.empty(C, dtype) if mask[2] else None)
+    results = ac.group_norm_backward(channels_last(dy), channels_last(x), mean, rstd, gm, N, C, HxW, G,
+                                     output_mask=mask, out=outs)
+    assert results[0] is gi
+    check(args, results, mask)
+
+
+def test_channels_last_bitwise_across_thread_counts(threads):
+    rng = np.random.default_rng(12)
+    shape, N, C, HxW, G = (6, 48, 10, 10), 6, 48, 100, 16
+    dy, x, mean, rstd, gm, *_ = make(rng, shape, N, C, HxW, G, np.float32)
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        outs = (channels_last(np.empty(shape, np.float32)), np.empty(C, np.float32), np.empty(C, np.float32))
+        r = ac.group_norm_backward(channels_last(dy), channels_last(x), mean, rstd, gm, N, C, HxW, G, out=outs)
+        results.append(b"".join(a.tobytes() for a in r))
+    assert results[0] == results[1] == results[2]
 
 
 @pytest.mark.parametrize("shape,N,C,HxW,G", CASES, ids=str)
