@@ -90,3 +90,13 @@ def assert_within(actual, reference, bound, what=""):
         i = np.unravel_index(np.argmax(np.where(bad, err - b, -np.inf)), err.shape)
         raise AssertionError(f"{what}: {int(bad.sum())} of {err.size} elements off; worst at {i}: "
                              f"actual {a[i]!r} reference {r[i]!r} error {err[i]:.3g} bound {b[i]:.3g}")
+
+
+def in_memory_order(a, order):
+    """The same values as `a` with its dims laid out in memory in `order` (outermost first)."""
+    return np.ascontiguousarray(a.transpose(order)).transpose(np.argsort(order))
+
+
+def channels_last(a):
+    """The same values with dim 1 innermost in memory (torch's channels_last for 4-D)."""
+    return in_memory_order(a, (0,) + tuple(range(2, a.ndim)) + (1,))

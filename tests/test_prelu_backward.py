@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
-from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, strided_view, to_torch
+from support import (BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, channels_last, f64, strided_view,
+                     to_torch)
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 TINY = {np.dtype(np.float32): 2.0 ** -150, np.dtype(np.float16): 2.0 ** -25, BFLOAT16: 2.0 ** -134}
@@ -169,13 +170,6 @@ def test_strided_inputs(isa, layout_go, layout_x, shape):
     gv, xv = strided_view(rng, go, layout_go), strided_view(rng, x, layout_x)
     gi, gw = ac.prelu_backward(gv, xv, w)
     check(go, x, w, gi, gw)
-
-
-def channels_last(a):
-    # The same values with dim 1 innermost in memory (torch's channels_last for 4-D).
-    order = (0,) + tuple(range(2, a.ndim)) + (1,)
-    back = np.argsort(order)
-    return np.ascontiguousarray(a.transpose(order)).transpose(back)
 
 
 @pytest.mark.parametrize("shape", [(4, 6, 5, 7), (2, 40, 3, 3, 3), (3, 17, 33)], ids=str)

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
-from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, np_dtype, strided_view, to_torch
+from support import (BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, in_memory_order, np_dtype,
+                     strided_view, to_torch)
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 OUT_DTYPES = DTYPES + [np.dtype(np.float64)]
@@ -131,11 +132,6 @@ def test_strided_inputs(isa, layout_g, layout_y, dim):
     g, y = inputs(rng, (6, 37, 9), np.float32)
     gv, yv = strided_view(rng, g, layout_g), strided_view(rng, y, layout_y)
     check(g, y, dim, ac.softmax_backward(gv, yv, dim))
-
-
-def in_memory_order(a, order):
-    # The same values with the dims laid out in memory in `order` (outermost first).
-    return np.ascontiguousarray(a.transpose(order)).transpose(np.argsort(order))
 
 
 # All three tensors in one permuted dense layout (transposed, channels-last): the kernel takes
