@@ -103,28 +103,11 @@ struct Plan {
   bool fused = true;
   bool empty = false;  // N, C or HxW is 0: nothing to sum, and the other two may be anything
   int64_t chunks = 1;  // per plane, chunked schedule
-  bool channels_last = false;  // see is_channels_last
+  bool channels_last = false;  // gradOut, input, gradInput channels-last alike (TensorView::is_channels_last)
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
   int64_t lanes_at = 0;  // channels-last: per sample, mean / scale / c2 / c3 of every channel
 };
-
-// A tensor whose dim 1 (C) is innermost in memory and whose other dims are row-major around it
-// (the memory of [N, H, W, C]), shape [N, C, ...] with C * HxW per sample.
-bool is_channels_last(const TensorView& t, int64_t N, int64_t C) {
-  const int rank = t.ndim;
-  if (rank < 3 || t.shape[0] != N || t.shape[1] != C || C < 2) return false;
-  int64_t expect = 1;
-  const auto next = [&](int i) {
-    if (t.shape[i] != 1 && t.strides[i] != expect) return false;
-    expect *= t.shape[i];
-    return true;
-  };
-  if (!next(1)) return false;
-  for (int i = rank - 1; i >= 2; --i)
-    if (!next(i)) return false;
-  return next(0);
-}
 
 Plan make_plan(const GroupNormBackwardArgs& a) {
   Plan p;
@@ -155,14 +138,9 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.coef_at = at, at += p.fused ? 0 : 2 * NG;
   p.part_at = at, at += p.fused ? 0 : 2 * NC * p.chunks;
   // gradOut, input and gradInput (when written) channels-last alike: rows of C channels.
-  const auto same_layout = [&](const TensorView& t) {
-    if (t.ndim != a.input.ndim) return false;
-    for (int i = 0; i < t.ndim; ++i)
-      if (t.shape[i] != a.input.shape[i] || (t.shape[i] != 1 && t.strides[i] != a.input.strides[i])) return false;
-    return true;
-  };
-  p.channels_last = p.HxW > 1 && is_channels_last(a.input, p.N, p.C) && same_layout(a.gradOut) &&
-                    (!p.need_dx || same_layout(a.gradInput));
+  const TensorView& x = a.input;
+  p.channels_last = p.HxW > 1 && x.is_channels_last() && x.shape[0] == p.N && x.shape[1] == p.C &&
+                    x.same_layout(a.gradOut) && (!p.need_dx || x.same_layout(a.gradInput));
   p.lanes_at = at, at += p.channels_last ? 4 * NC : 0;
   p.total = at;
   return p;

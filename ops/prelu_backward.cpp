@@ -490,26 +490,9 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
 // 6.1 ms). gradWeight then sums each channel's values in another fixed order.
 static PreluBackwardArgs as_channel_rows(const PreluBackwardArgs& a) {
   const TensorView& x = a.self;
-  const int rank = x.ndim;
-  if (rank < 3 || a.weight.numel() == 1 || x.numel() == 0) return a;
-  const auto same_layout = [&](const TensorView& t) {
-    if (t.ndim != rank) return false;
-    for (int i = 0; i < rank; ++i)
-      if (t.shape[i] != x.shape[i] || (x.shape[i] != 1 && t.strides[i] != x.strides[i])) return false;
-    return true;
-  };
-  if (!same_layout(a.gradOutput) || !same_layout(a.gradInput)) return a;
-  // Dims 1, rank-1, ..., 2, 0 must step by 1, C, ... (size-1 dims may have any stride).
-  int64_t expect = 1;
-  const auto next = [&](int i) {
-    if (x.shape[i] != 1 && x.strides[i] != expect) return false;
-    expect *= x.shape[i];
-    return true;
-  };
-  if (x.shape[1] < 2 || !next(1)) return a;
-  for (int i = rank - 1; i >= 2; --i)
-    if (!next(i)) return a;
-  if (!next(0)) return a;
+  if (a.weight.numel() == 1 || x.numel() == 0 || !x.is_channels_last() || !x.same_layout(a.gradOutput) ||
+      !x.same_layout(a.gradInput))
+    return a;
   PreluBackwardArgs rows = a;
   for (TensorView* t : {&rows.gradOutput, &rows.self, &rows.gradInput}) {
     *t = TensorView{t->data, t->dtype, 2, {x.numel() / x.shape[1], x.shape[1]}, {x.shape[1], 1}, t->present};

@@ -372,9 +372,7 @@ SoftmaxBackwardArgs in_memory_order(const SoftmaxBackwardArgs& a) {
   const TensorView& g = a.gradOutput;
   const int rank = g.ndim;
   if (rank < 2 || (g.is_contiguous() && a.output.is_contiguous() && a.out.is_contiguous())) return a;
-  for (const TensorView* t : {&a.output, &a.out})
-    for (int i = 0; i < rank; ++i)
-      if (t->shape[i] != g.shape[i] || (g.shape[i] != 1 && t->strides[i] != g.strides[i])) return a;
+  if (!g.same_layout(a.output) || !g.same_layout(a.out)) return a;
   int order[kMaxDims];
   for (int i = 0; i < rank; ++i) order[i] = i;
   // Largest stride first, ties in dim order (an insertion sort: at most kMaxDims dims, and no

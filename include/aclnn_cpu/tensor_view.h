@@ -65,6 +65,28 @@ struct TensorView {
     }
     return true;
   }
+  // Same shape, and the same strides wherever a dim has more than one element.
+  bool same_layout(const TensorView& other) const {
+    if (other.ndim != ndim) return false;
+    for (int i = 0; i < ndim; ++i)
+      if (other.shape[i] != shape[i] || (shape[i] != 1 && other.strides[i] != strides[i])) return false;
+    return true;
+  }
+  // Dense with dim 1 innermost and the other dims row-major around it (the memory of
+  // [N, H, W, C] for a [N, C, H, W] view: torch's channels_last), rank >= 3, at least 2 channels.
+  bool is_channels_last() const {
+    if (ndim < 3 || shape[1] < 2) return false;
+    int64_t expect = 1;
+    const auto next = [&](int i) {
+      if (shape[i] != 1 && strides[i] != expect) return false;
+      expect *= shape[i];
+      return true;
+    };
+    if (!next(1)) return false;
+    for (int i = ndim - 1; i >= 2; --i)
+      if (!next(i)) return false;
+    return next(0);
+  }
   template <typename T> T* ptr() const { return static_cast<T*>(data); }
 };
 
