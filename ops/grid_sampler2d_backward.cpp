@@ -1186,6 +1186,19 @@ struct Plan {
   int64_t total = 0;
 };
 
+// Byte sizes of run_compact's regions, in the order it takes them from a slot: the pixel ->
+// row map, the remapped corners, the row -> pixel list, then one buffer of `rows` rows of cb
+// lanes for the input (when needed) and one for inputGrad (when needed).
+struct CompactSizes {
+  int64_t rows, map, remap, pixels, buffer;
+  CompactSizes(int64_t HW, int64_t P, int64_t taps, int64_t cb)
+      : rows(taps * P + 1),  // most distinct pixels, the sink included
+        map(4 * (HW + 1)),
+        remap(4 * taps * P),
+        pixels(4 * rows),
+        buffer(rows * cb * 4) {}
+};
+
 int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : 24; }
 
 int pick_block_width(int64_t C) {
@@ -1268,11 +1281,11 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // 152 us and bilinear 245 us, against torch's 75 and 99; compact 76 and 64 us, same run).
     // The compact layout (run_compact) fits in the space of those buffers.
     p.taps = p.interp == kBilinear ? 4 : 1;
-    const int64_t refs = p.taps * g.P + 1;  // most distinct pixels, the sink included
-    const int64_t compact_bytes = round_up(4 * (g.HW + 1), kAlign) + round_up(4 * p.taps * g.P, kAlign) +
-                                  round_up(4 * refs, kAlign) +
-                                  (p.need_gx + p.need_ig) * round_up(refs * p.cb * 4, kAlign);
-    p.compact = p.interp != kBicubic && refs * kCompactRatio <= g.HW && compact_bytes <= in_bytes + (p.need_ig ? buf_bytes : 0);
+    const CompactSizes cs(g.HW, g.P, p.taps, p.cb);
+    const int64_t compact_bytes = round_up(cs.map, kAlign) + round_up(cs.remap, kAlign) + round_up(cs.pixels, kAlign) +
+                                  (p.need_gx + p.need_ig) * round_up(cs.buffer, kAlign);
+    p.compact = p.interp != kBicubic && cs.rows * kCompactRatio <= g.HW &&
+                compact_bytes <= in_bytes + (p.need_ig ? buf_bytes : 0);
   } else {
     // Every block of the chunk lives at once: its input and one inputGrad buffer per part.
     p.group_bytes = in_bytes + (p.need_ig ? p.parts * buf_bytes : 0);
@@ -1441,8 +1454,11 @@ class Runner {
   }
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
+  // `rec` and `first` (the record of the sample's position 0) default to the chunk's records;
+  // run_compact passes its sample's records with corners remapped to compact rows.
   void run_positions(int64_t n0, int64_t nl, int64_t b, int64_t p0, int64_t p1, const float* in, float* ig,
-                     float* tile) const {
+                     float* tile, const Records* rec = nullptr, int64_t first = -1) const {
+    if (rec == nullptr) rec = &rec_, first = nl * g_.P;
     const int64_t n = n0 + nl, c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     const T* go = tensor_ptr<T>(a_.gradOutput) + n * a_.gradOutput.strides[0] + c0 * a_.gradOutput.strides[1];
@@ -1450,7 +1466,7 @@ class Runner {
     for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
       const int64_t len = std::min(kTile, p1 - t0);
       load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
-      TileArgs t{&rec_, nl * g_.P + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
+      TileArgs t{rec, first + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
       tile_fn_(t);
     }
   }
@@ -1498,9 +1514,10 @@ class Runner {
       at += round_up(bytes, kAlign);
       return r;
     };
-    int32_t* slot_of = reinterpret_cast<int32_t*>(take(4 * (HW + 1)));
-    int32_t* remap = reinterpret_cast<int32_t*>(take(4 * taps * P));
-    int32_t* pixel_of = reinterpret_cast<int32_t*>(take(4 * (taps * P + 1)));
+    const CompactSizes cs(HW, P, taps, Cb);
+    int32_t* slot_of = reinterpret_cast<int32_t*>(take(cs.map));
+    int32_t* remap = reinterpret_cast<int32_t*>(take(cs.remap));
+    int32_t* pixel_of = reinterpret_cast<int32_t*>(take(cs.pixels));
     std::fill(slot_of, slot_of + HW + 1, -1);
     int64_t slots = 0;
     for (int64_t q = 0; q < P; ++q)
@@ -1515,11 +1532,10 @@ class Runner {
     const auto pixel_offset = [](const Plane& pl, int64_t pixel) {
       return pl.flat ? pixel * pl.scol : (pixel / pl.cols) * pl.srow + (pixel % pl.cols) * pl.scol;
     };
-    const int64_t rows = taps * P + 1;
     float* in = nullptr;
     float* ig = nullptr;
     if (p_.need_gx) {  // the referenced pixels' input values; the sink (pixel HW) reads zeros
-      in = reinterpret_cast<float*>(take(rows * Cb * 4));
+      in = reinterpret_cast<float*>(take(cs.buffer));
       const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
       for (int64_t s = 0; s < slots; ++s) {
         const int64_t pixel = pixel_of[s], off = pixel < HW ? pixel_offset(in_plane_, pixel) : 0;
@@ -1528,7 +1544,7 @@ class Runner {
       }
     }
     if (p_.need_ig) {
-      ig = reinterpret_cast<float*>(take(rows * Cb * 4));
+      ig = reinterpret_cast<float*>(take(cs.buffer));
       std::memset(ig, 0, size_t(slots * Cb) * sizeof(float));
     }
     // The records of this sample with corners as slots (positions indexed from the sample's
@@ -1538,14 +1554,7 @@ class Runner {
     if (p_.interp == kBilinear)
       for (int k = 0; k < 4; ++k) local.frac[k] = rec_.frac[k] + i0;
     float* tile = slot + (p_.need_gx ? buf_stride() : 0) + (p_.need_ig ? buf_stride() : 0);
-    const T* go = tensor_ptr<T>(a_.gradOutput) + n * a_.gradOutput.strides[0] + c0 * a_.gradOutput.strides[1];
-    float* part = p_.need_gx ? partials_ + (nl * p_.nblocks + b) * P * 2 : nullptr;
-    for (int64_t t0 = 0; t0 < P; t0 += kTile) {
-      const int64_t len = std::min(kTile, P - t0);
-      load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
-      TileArgs t{&local, t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, HW * Cb};
-      tile_fn_(t);
-    }
+    run_positions(n0, nl, b, 0, P, in, ig, tile, &local, 0);
     if (!p_.need_ig) return;
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
     const int64_t schan = a_.inputGrad.strides[1];
