@@ -410,18 +410,77 @@ cpdef object dtype_of(object x):
     return np.asarray(x).dtype
 
 
-cpdef object new_output(object shape, object dtype):
-    """A fresh output array (bfloat16 accepted by name), its data on a 64-byte cache line.
+cpdef object new_output(object shape, object dtype, object like=None):
+    """A fresh output array (bfloat16 accepted by name), its data on a 64-byte cache line, in
+    the memory order of ``like`` when that is a dense permutation of C order (see
+    dense_axis_order), else C-contiguous.
 
     NumPy puts big arrays 16 bytes past a line (glibc's chunk header), and the kernels' streaming
     stores only pay where every run of the output starts on a line (see simd.h,
-    stream_runs_fit), so outputs allocated here are line-aligned.
+    stream_runs_fit), so outputs allocated here are line-aligned. Taking the input's order (as
+    NumPy's empty_like and torch's preserve_format do) keeps a channels-last or transposed
+    call on the kernels' fast paths, which need the inputs and outputs in one layout.
     """
     if not isinstance(dtype, np.dtype):
         mapped = _TORCH_TO_NUMPY.get(str(dtype))  # a torch dtype; other names go to empty_aligned
         if mapped is not None:
             dtype = mapped
-    return empty_aligned(shape, dtype)
+    order = None
+    if like is not None and not (type(like) is np.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(like)):
+        order = dense_axis_order(like, shape)
+    if order is None:
+        return empty_aligned(shape, dtype)
+    outer_first = empty_aligned(tuple([shape[a] for a in order]), dtype)
+    inverse = [0] * len(order)
+    for position, axis in enumerate(order):
+        inverse[axis] = position
+    return outer_first.transpose(inverse)
+
+
+cdef object _element_strides(object x):
+    """x's strides in elements (torch tensors, NumPy arrays, array-interface objects), or None
+    when they cannot be read without a copy."""
+    if isinstance(x, np.ndarray):
+        arr = <cnp.ndarray>x
+    elif callable(getattr(x, "stride", None)):  # torch: strides in elements already
+        return tuple([int(s) for s in x.stride()])
+    elif hasattr(x, "__array_interface__"):
+        arr = np.asarray(x)
+    else:
+        return None
+    cdef Py_ssize_t itemsize = arr.itemsize
+    strides = arr.strides
+    for s in strides:
+        if s % itemsize:
+            return None
+    return tuple([s // itemsize for s in strides])
+
+
+cpdef object dense_axis_order(object like, object shape):
+    """The axes of ``like`` from outermost to innermost in memory when ``like`` has ``shape`` and
+    its elements fill a dense block in an order other than C order (channels-last, a transpose;
+    negative strides count by magnitude); None otherwise. Axes of one element go outermost in
+    their own order (where they go does not change the memory)."""
+    is_contiguous = getattr(like, "is_contiguous", None)  # torch: a quick way out
+    if callable(is_contiguous) and is_contiguous():
+        return None
+    shape = tuple(shape)
+    if len(shape) < 2 or shape_of(like) != shape:
+        return None
+    strides = _element_strides(like)
+    if strides is None:
+        return None
+    ones = [a for a in range(len(shape)) if shape[a] == 1]
+    # Outermost (largest |stride|) first; equal strides keep their order and fail the check.
+    rest = [a for _, a in sorted([(-abs(strides[a]), a) for a in range(len(shape)) if shape[a] != 1])]
+    expect = 1
+    for a in reversed(rest):
+        if abs(strides[a]) != expect:
+            return None  # gaps, overlaps or broadcasting: no dense order to copy
+        expect *= shape[a]
+    if rest == sorted(rest):
+        return None  # C order already
+    return ones + rest
 
 
 cpdef object empty_aligned(object shape, object dtype):

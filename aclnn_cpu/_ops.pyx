@@ -25,12 +25,12 @@ cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
     return flags is not None and len(flags) == size and bool(flags[index])
 
 
-cdef object _new_output(object shape, object dtype):
+cdef object _new_output(object shape, object dtype, object like=None):
     """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or
     one past int64), so that the C validator, not NumPy, names the argument behind it.
     A valid shape too large for memory raises MemoryError as any allocation would."""
     try:
-        return new_output(shape, dtype)
+        return new_output(shape, dtype, like)
     except (ValueError, OverflowError):
         return new_output((0,), dtype)
 
@@ -103,8 +103,11 @@ def grid_sampler2d_backward(grad_output, input, grid, int64_t interpolation_mode
 
     Returns:
         A tuple (input_grad, grid_grad); masked-off outputs are None.
-        input_grad: Gradient of input; shape and dtype of input.
-        grid_grad: Gradient of grid; shape and dtype of grid.
+        input_grad: Gradient of input; shape and dtype of input. Allocated in the memory
+            order of input when that is dense (channels-last, transposed), else
+            C-contiguous.
+        grid_grad: Gradient of grid; shape and dtype of grid. Allocated in the memory order
+            of grid when that is dense (channels-last, transposed), else C-contiguous.
     """
     grad_output = as_input(grad_output)
     input = as_input(input)
@@ -113,9 +116,9 @@ def grid_sampler2d_backward(grad_output, input, grid, int64_t interpolation_mode
         output_mask = tuple(output_mask)
     input_grad, grid_grad = unpack_out(out, 2, "out")
     if input_grad is None and _mask_on(output_mask, 0, 2) and input is not None:
-        input_grad = _new_output(shape_of(input), dtype_of(input))
+        input_grad = _new_output(shape_of(input), dtype_of(input), input)
     if grid_grad is None and _mask_on(output_mask, 1, 2) and grid is not None:
-        grid_grad = _new_output(shape_of(grid), dtype_of(grid))
+        grid_grad = _new_output(shape_of(grid), dtype_of(grid), grid)
     _, executor = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output, input, grid,
                                                              interpolation_mode, padding_mode,
                                                              align_corners, output_mask, input_grad,
@@ -197,7 +200,9 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C
 
     Returns:
         A tuple (grad_input, grad_gamma_out, grad_beta_out); masked-off outputs are None.
-        grad_input: Gradient of input; shape of input, dtype of gradOut.
+        grad_input: Gradient of input; shape of input, dtype of gradOut. Allocated in the
+            memory order of input when that is dense (channels-last, transposed), else
+            C-contiguous.
         grad_gamma_out: Gradient of gamma; shape of gamma ([C] when gamma is null), dtype of
             gradOut.
         grad_beta_out: Gradient of beta; shape of gamma ([C] when gamma is null), dtype of
@@ -212,7 +217,7 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C
         output_mask = tuple(output_mask)
     grad_input, grad_gamma_out, grad_beta_out = unpack_out(out, 3, "out")
     if grad_input is None and _mask_on(output_mask, 0, 3) and input is not None and grad_out is not None:
-        grad_input = _new_output(shape_of(input), dtype_of(grad_out))
+        grad_input = _new_output(shape_of(input), dtype_of(grad_out), input)
     if grad_gamma_out is None and _mask_on(output_mask, 1, 3) and grad_out is not None:
         grad_gamma_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
     if grad_beta_out is None and _mask_on(output_mask, 2, 3) and grad_out is not None:
@@ -281,7 +286,8 @@ def prelu_backward(grad_output, self, weight, *, out=None):
 
     Returns:
         A tuple (grad_input, grad_weight); masked-off outputs are None.
-        grad_input: Gradient of self; shape of self.
+        grad_input: Gradient of self; shape of self. Allocated in the memory order of self
+            when that is dense (channels-last, transposed), else C-contiguous.
         grad_weight: Gradient of weight; weight's shape when weight has 1 element, else 1-D
             with weight's element count.
     """
@@ -290,7 +296,7 @@ def prelu_backward(grad_output, self, weight, *, out=None):
     weight = as_input(weight)
     grad_input, grad_weight = unpack_out(out, 2, "out")
     if grad_input is None and self is not None:
-        grad_input = _new_output(shape_of(self), dtype_of(self))
+        grad_input = _new_output(shape_of(self), dtype_of(self), self)
     if grad_weight is None and weight is not None:
         grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight))
     _, executor = aclnnPreluBackwardGetWorkspaceSize(grad_output, self, weight, grad_input,
@@ -349,11 +355,13 @@ def softmax_backward(grad_output, output, int64_t dim, *, out=None, out_dtype=No
 
     Returns:
         out: Gradient of softmax's input; shape of gradOutput, any supported float dtype.
+            Allocated in the memory order of grad_output when that is dense (channels-last,
+            transposed), else C-contiguous.
     """
     grad_output = as_input(grad_output)
     output = as_input(output)
     if out is None and grad_output is not None:
-        out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype)
+        out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype, grad_output)
     _, executor = aclnnSoftmaxBackwardGetWorkspaceSize(grad_output, output, dim, out)
     run_functional(executor)
     return out

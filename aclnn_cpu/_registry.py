@@ -124,7 +124,7 @@ OPS = (
                     'atlas_training': ['float32', 'float16'],
                     'atlas_a2': ['float32', 'float16', 'bfloat16'],
                 },
-                'alloc': {'shape': 'shape_of(input)', 'dtype': 'dtype_of(input)'},
+                'alloc': {'shape': 'shape_of(input)', 'dtype': 'dtype_of(input)', 'layout': 'input'},
             },
             {
                 'name': 'gridGrad',
@@ -139,7 +139,7 @@ OPS = (
                     'atlas_training': ['float32', 'float16'],
                     'atlas_a2': ['float32', 'float16', 'bfloat16'],
                 },
-                'alloc': {'shape': 'shape_of(grid)', 'dtype': 'dtype_of(grid)'},
+                'alloc': {'shape': 'shape_of(grid)', 'dtype': 'dtype_of(grid)', 'layout': 'grid'},
             },
         ],
         'python_kwargs': [],
@@ -477,7 +477,7 @@ OPS = (
                     'atlas_training': ['float32', 'float16'],
                     'atlas_a2': ['float32', 'float16', 'bfloat16'],
                 },
-                'alloc': {'shape': 'shape_of(input)', 'dtype': 'dtype_of(grad_out)'},
+                'alloc': {'shape': 'shape_of(input)', 'dtype': 'dtype_of(grad_out)', 'layout': 'input'},
             },
             {
                 'name': 'gradGammaOut',
@@ -495,6 +495,7 @@ OPS = (
                 'alloc': {
                     'shape': 'shape_of(gamma) if gamma is not None else (C,)',
                     'dtype': 'dtype_of(grad_out)',
+                    'layout': None,
                 },
             },
             {
@@ -513,6 +514,7 @@ OPS = (
                 'alloc': {
                     'shape': 'shape_of(gamma) if gamma is not None else (C,)',
                     'dtype': 'dtype_of(grad_out)',
+                    'layout': None,
                 },
             },
         ],
@@ -798,7 +800,7 @@ OPS = (
                     'atlas_training': ['float32', 'float16'],
                     'atlas_a2': ['float32', 'float16', 'bfloat16'],
                 },
-                'alloc': {'shape': 'shape_of(self)', 'dtype': 'dtype_of(self)'},
+                'alloc': {'shape': 'shape_of(self)', 'dtype': 'dtype_of(self)', 'layout': 'self'},
             },
             {
                 'name': 'gradWeight',
@@ -816,6 +818,7 @@ OPS = (
                 'alloc': {
                     'shape': 'shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),)',
                     'dtype': 'dtype_of(weight)',
+                    'layout': None,
                 },
             },
         ],
@@ -1005,6 +1008,7 @@ OPS = (
                 'alloc': {
                     'shape': 'shape_of(grad_output)',
                     'dtype': 'dtype_of(grad_output) if out_dtype is None else out_dtype',
+                    'layout': 'grad_output',
                 },
             },
         ],

@@ -83,6 +83,14 @@ def _alloc_guard(op: Op, p: Param) -> str:
     return " and ".join(parts)
 
 
+def _layout_note(p: Param) -> str:
+    """The docstring's word on an allocated output's memory order."""
+    if not p.alloc.layout:
+        return ""
+    return (f" Allocated in the memory order of {p.alloc.layout} when that is dense "
+            f"(channels-last, transposed), else C-contiguous.")
+
+
 def _functional(op: Op) -> List[str]:
     positional = [p for p in op.params if p.kind != "output"]
     sig = [(_typed(p, p.py_name) + (f"={py_literal(p.default)}" if p.has_default else ""))
@@ -107,12 +115,13 @@ def _functional(op: Op) -> List[str]:
         doc += wrap(f"{k.name}: {k.doc}", 92, "        ", "            ")
     doc += ["", "    Returns:"]
     if len(outputs) == 1:
-        doc += wrap(f"{outputs[0].py_name}: {outputs[0].doc}", 92, "        ", "            ")
+        doc += wrap(f"{outputs[0].py_name}: {outputs[0].doc}{_layout_note(outputs[0])}", 92,
+                    "        ", "            ")
     else:
         doc += wrap(f"A tuple ({', '.join(o.py_name for o in outputs)}); masked-off outputs are "
                     f"None.", 92, "        ", "            ")
         for o in outputs:
-            doc += wrap(f"{o.py_name}: {o.doc}", 92, "        ", "            ")
+            doc += wrap(f"{o.py_name}: {o.doc}{_layout_note(o)}", 92, "        ", "            ")
     doc += ['    """']
     out += doc
     for p in op.inputs:
@@ -129,7 +138,8 @@ def _functional(op: Op) -> List[str]:
                    f"unpack_out(out, {len(outputs)}, \"out\")")
     for o in outputs:
         out.append(f"    if {_alloc_guard(op, o)}:")
-        out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype})")
+        like = f", {o.alloc.layout}" if o.alloc.layout else ""
+        out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype}{like})")
     call = [p.py_name for p in op.params]
     out += _join_wrapped(f"_, executor = {op.c_name}GetWorkspaceSize(", call, ")", "    ")
     out.append("    run_functional(executor)")
@@ -218,12 +228,12 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
             '    one allocates nothing and the C validator reports it."""',
             "    return flags is not None and len(flags) == size and bool(flags[index])",
             "", "",
-            "cdef object _new_output(object shape, object dtype):",
+            "cdef object _new_output(object shape, object dtype, object like=None):",
             '    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or',
             '    one past int64), so that the C validator, not NumPy, names the argument behind it.',
             '    A valid shape too large for memory raises MemoryError as any allocation would."""',
             "    try:",
-            "        return new_output(shape, dtype)",
+            "        return new_output(shape, dtype, like)",
             "    except (ValueError, OverflowError):",
             "        return new_output((0,), dtype)"]
     for op in ops:

@@ -117,7 +117,7 @@ def op_entry(op: Op) -> dict:
         if p.is_tensor:
             entry["dtypes"] = {prod: list(dtypes[p.name].get(prod, ())) for prod in op.products}
         if p.alloc:
-            entry["alloc"] = {"shape": p.alloc.shape, "dtype": p.alloc.dtype}
+            entry["alloc"] = {"shape": p.alloc.shape, "dtype": p.alloc.dtype, "layout": p.alloc.layout}
         params.append(entry)
     example = None
     if op.example:

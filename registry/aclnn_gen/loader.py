@@ -57,7 +57,7 @@ TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": True, "summa
             "python_kwargs": False, "rules": True, "example": False}
 PARAM_KEYS = {"name": True, "kind": True, "doc": False, "optional": False, "mask": False,
               "py": False, "default": False, "size": False, "alloc": False}
-ALLOC_KEYS = {"shape": True, "dtype": True}
+ALLOC_KEYS = {"shape": True, "dtype": True, "layout": False}
 KWARG_KEYS = {"name": True, "default": True, "doc": False}
 EXAMPLE_KEYS = {"dtype": True, "inputs": True, "attributes": False}
 EXAMPLE_TENSOR_KEYS = {"shape": True, "data": True}
@@ -373,7 +373,9 @@ class _OpReader:
                 anode = keys["alloc"][1]
                 akeys = f.mapping(anode, f"'alloc' of {what}", ALLOC_KEYS)
                 alloc = Alloc(shape=f.string(akeys["shape"][1], f"'alloc.shape' of {what}"),
-                              dtype=f.string(akeys["dtype"][1], f"'alloc.dtype' of {what}"))
+                              dtype=f.string(akeys["dtype"][1], f"'alloc.dtype' of {what}"),
+                              layout=(f.string(akeys["layout"][1], f"'alloc.layout' of {what}")
+                                      if "layout" in akeys else None))
             has_default = "default" in keys
             default = self._py_default(keys["default"][1], f"'default' of {what}") if has_default else None
             if has_default:
@@ -505,6 +507,12 @@ class _OpReader:
                         raise self.err(p.line, f"'alloc.{label}' of param '{p.name}' uses unknown "
                                                f"name '{n.id}' (Python names: "
                                                f"{', '.join(sorted(allowed - ALLOC_ALLOWED_NAMES))})")
+            if p.alloc.layout is not None:
+                tensors = [q.py_name for q in self.params if q.kind == "input"]
+                if p.alloc.layout not in tensors:
+                    raise self.err(p.line, f"'alloc.layout' of param '{p.name}' must be the Python "
+                                           f"name of a tensor input ({', '.join(tensors)}), got "
+                                           f"'{p.alloc.layout}'")
 
     def outputs(self) -> List[Param]:
         return [p for p in self.params if p.kind == "output"]

@@ -61,9 +61,12 @@ class MaskRef:
 
 @dataclass(frozen=True)
 class Alloc:
-    """How the functional Python API allocates an output: Python expressions over Python names."""
+    """How the functional Python API allocates an output: Python expressions over Python names,
+    and optionally the Python name of a tensor input whose memory order (channels-last, a
+    transpose) the output takes when that input is dense and has the output's shape."""
     shape: str
     dtype: str
+    layout: Optional[str] = None
 
 
 PyDefault = Union[None, bool, int, float, str, Tuple["PyDefault", ...]]

@@ -314,6 +314,20 @@ def test_unknown_name_in_alloc(tmp_path):
         f"(Python names: flags, grad_output, self)")
 
 
+def test_alloc_layout_not_a_tensor_input(tmp_path):
+    text = edit('dtype: "dtype_of(self)"}', 'dtype: "dtype_of(self)", layout: flags}')
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:19: 'alloc.layout' of param 'gradInput' must be the Python name of a tensor "
+        f"input (grad_output, self), got 'flags'")
+
+
+def test_unknown_key_in_alloc(tmp_path):
+    text = edit('dtype: "dtype_of(self)"}', 'dtype: "dtype_of(self)", order: self}')
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:22: unknown key 'order' in 'alloc' of param 'gradInput' (expected one of: "
+        f"shape, dtype, layout)")
+
+
 def test_output_without_alloc(tmp_path):
     text = edit('    alloc: {shape: "shape_of(self)", dtype: "dtype_of(self)"}\n', "")
     assert load_error(tmp_path, text) == (

@@ -21,12 +21,12 @@ cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
     return flags is not None and len(flags) == size and bool(flags[index])
 
 
-cdef object _new_output(object shape, object dtype):
+cdef object _new_output(object shape, object dtype, object like=None):
     """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or
     one past int64), so that the C validator, not NumPy, names the argument behind it.
     A valid shape too large for memory raises MemoryError as any allocation would."""
     try:
-        return new_output(shape, dtype)
+        return new_output(shape, dtype, like)
     except (ValueError, OverflowError):
         return new_output((0,), dtype)
 
@@ -93,7 +93,8 @@ def toy_blend_backward(grad_out, self, scale, int64_t axis=1, int64_t mode=0, bi
 
     Returns:
         A tuple (grad_self, grad_scale); masked-off outputs are None.
-        grad_self: Gradient of self.
+        grad_self: Gradient of self. Allocated in the memory order of self when that is
+            dense (channels-last, transposed), else C-contiguous.
         grad_scale: Gradient of scale.
     """
     grad_out = as_input(grad_out)
@@ -103,7 +104,7 @@ def toy_blend_backward(grad_out, self, scale, int64_t axis=1, int64_t mode=0, bi
         output_mask = tuple(output_mask)
     grad_self, grad_scale = unpack_out(out, 2, "out")
     if grad_self is None and _mask_on(output_mask, 0, 2) and self is not None:
-        grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype)
+        grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
     if grad_scale is None and _mask_on(output_mask, 1, 2) and self is not None and grad_out is not None:
         grad_scale = _new_output((shape_of(self)[1],), dtype_of(grad_out))
     _, executor = aclnnToyBlendBackwardGetWorkspaceSize(grad_out, self, scale, axis, mode,

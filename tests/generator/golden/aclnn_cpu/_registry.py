@@ -127,6 +127,7 @@ OPS = (
                 'alloc': {
                     'shape': 'shape_of(self)',
                     'dtype': 'dtype_of(self) if out_dtype is None else out_dtype',
+                    'layout': 'self',
                 },
             },
             {
@@ -142,7 +143,7 @@ OPS = (
                     'atlas_training': ['float32', 'float16'],
                     'atlas_a2': ['float32', 'float16', 'bfloat16'],
                 },
-                'alloc': {'shape': '(shape_of(self)[1],)', 'dtype': 'dtype_of(grad_out)'},
+                'alloc': {'shape': '(shape_of(self)[1],)', 'dtype': 'dtype_of(grad_out)', 'layout': None},
             },
         ],
         'python_kwargs': [{'name': 'out_dtype', 'default': None, 'doc': 'dtype of an allocated grad_self.'}],
