@@ -10,13 +10,17 @@
 // ds = sum dY*X; expanding ds = dsc + mean*db gives the lines above.) gamma absent = ones.
 //
 // gradOut, input and gradInput are each viewed as [N, C, HxW] in row-major order of their own
-// shape. Two schedules, chosen by shape only, so results never depend on the thread count:
+// shape. Three schedules, chosen by shape and layout only (results never depend on threads):
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
 //     still in cache (a group bigger than half an L2 writes its channels last to first, so the
 //     write pass starts on what the sums pass left in L2);
 //   * chunked (other groups): plane sums in fixed chunks of kPlaneChunk (partials in the
-//     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk.
+//     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk;
+//   * channel rows (channels-last operands, or HxW == 1 with groups narrower than a vector):
+//     each sample as HxW rows of C channels, vectorised across the channels (run_channel_rows).
+// Where each group is one channel, the coefficients are computed a vector of groups at a time
+// (point_coefs).
 // dX of an op that overflows the last-level cache is written with streaming stores.
 // dgamma/dbeta add the per-(n, c) sums over n in order, parallel over channels. Masked-off
 // outputs are neither computed nor touched.
@@ -43,6 +47,11 @@ constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chun
 // 2 threads, in-process A/B.
 constexpr int64_t kGrainElems = 16384;
 constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short planes (HxW < kWidth)
+// Small fused groups (Kernel::batched_groups): groups of at most kBatchGroupMax elements, in
+// batches of at most kBatchMax groups and kBatchElems elements.
+constexpr int64_t kBatchGroupMax = 1024;
+constexpr int64_t kBatchMax = 256;
+constexpr int64_t kBatchElems = 16384;
 // Fused groups whose dY and X take more bytes than this write dX channel by channel backwards
 // (Kernel::writes_backward).
 constexpr uint64_t kBackwardWriteBytes = 512 << 10;
@@ -103,10 +112,12 @@ struct Plan {
   bool fused = true;
   bool empty = false;  // N, C or HxW is 0: nothing to sum, and the other two may be anything
   int64_t chunks = 1;  // per plane, chunked schedule
-  bool channels_last = false;  // gradOut, input, gradInput channels-last alike (TensorView::is_channels_last)
+  // Samples are HxW rows of C channels: gradOut, input, gradInput channels-last alike
+  // (TensorView::is_channels_last), or HxW == 1 contiguous with narrow groups.
+  bool channel_rows = false;
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
-  int64_t lanes_at = 0;  // channels-last: per sample, mean / scale / c2 / c3 of every channel
+  int64_t lanes_at = 0;  // channel rows: per sample, mean / scale / c2 / c3 of every channel
 };
 
 Plan make_plan(const GroupNormBackwardArgs& a) {
@@ -139,9 +150,15 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.part_at = at, at += p.fused ? 0 : 2 * NC * p.chunks;
   // gradOut, input and gradInput (when written) channels-last alike: rows of C channels.
   const TensorView& x = a.input;
-  p.channels_last = p.HxW > 1 && x.is_channels_last() && x.shape[0] == p.N && x.shape[1] == p.C &&
-                    x.same_layout(a.gradOut) && (!p.need_dx || x.same_layout(a.gradInput));
-  p.lanes_at = at, at += p.channels_last ? 4 * NC : 0;
+  p.channel_rows = p.HxW > 1 && x.is_channels_last() && x.shape[0] == p.N && x.shape[1] == p.C &&
+                   x.same_layout(a.gradOut) && (!p.need_dx || x.same_layout(a.gradInput));
+  // HxW == 1, contiguous: each sample is one row of C channels, the same memory. Groups
+  // narrower than a vector run per group with fixed costs that dwarf their few elements (N16
+  // C512 G512: 244 us, torch 48-117 us; as rows 42 us); wider ones lose as rows (D 32-512: 1.1x
+  // the time, N = 1 one thread).
+  p.channel_rows = p.channel_rows || (p.HxW == 1 && p.D < kWidth && x.is_contiguous() &&
+                                      a.gradOut.is_contiguous() && (!p.need_dx || a.gradInput.is_contiguous()));
+  p.lanes_at = at, at += p.channel_rows ? 4 * NC : 0;
   p.total = at;
   return p;
 }
@@ -356,6 +373,83 @@ struct Kernel {
     c3 = -db_g * r * s;
   }
 
+  // group_coef for channels [c0, c1) of sample n when each group is one channel (D = 1), a
+  // vector of groups at a time with group_coef's operations in its order per lane (its sums
+  // start from 0.0f, hence the added zero: the same values, signed zeros included). Writes
+  // scale[k] = rstd * gamma, c2[k] and c3[k] of channel c0 + k.
+  void point_coefs(int64_t n, int64_t c0, int64_t c1, float* scale, float* c2, float* c3) const {
+    const float* dsn = ds() + n * p.C + c0;
+    const float* dbn = db() + n * p.C + c0;
+    const float* rn = rstd() + n * p.G + c0;
+    const float* gmn = gamma() + c0;
+    const int64_t len = c1 - c0;
+    const VecF zero = set1(0.0f), sv = set1(1.0f / float(p.D * p.HxW));
+    const auto lanes = [&](int64_t c, int64_t count) {
+      const bool full = count == kWidth;
+      const VecF gm = full ? load(gmn + c) : load_partial(gmn + c, count);
+      const VecF r = full ? load(rn + c) : load_partial(rn + c, count);
+      const VecF dsc = zero + (full ? load(dsn + c) : load_partial(dsn + c, count)) * gm;
+      const VecF dbg = zero + (full ? load(dbn + c) : load_partial(dbn + c, count)) * gm;
+      const VecF k2 = -dsc * r * r * r * sv, k3 = -dbg * r * sv, k1 = r * gm;
+      if (full) {
+        store(scale + c, k1), store(c2 + c, k2), store(c3 + c, k3);
+      } else {
+        store_partial(scale + c, k1, count), store_partial(c2 + c, k2, count), store_partial(c3 + c, k3, count);
+      }
+    };
+    int64_t c = 0;
+    for (; c + kWidth <= len; c += kWidth) lanes(c, kWidth);
+    if (c < len) lanes(c, len - c);
+  }
+
+  // run_fused's groups [begin, end) when they are small (at most kBatchGroupMax elements, planes
+  // of at least kWidth): in batches (at most kBatchMax groups, kBatchElems elements: dY and X
+  // of fp32 take 128 KiB, still in L2 for the write), the sums of the batch's planes, then
+  // its groups' coefficients, then its dX. One group at a time, each group's coefficient chain
+  // (group_coef: D dependent adds, a division) sat between its sums and its write; batched, the
+  // chains of different groups overlap, and one-channel groups take a vector of groups at a
+  // time (point_coefs). 2 threads, in-process A/B against one group at a time, fp32 and bf16,
+  // two rounds: N8 C64 HxW 64 G64 0.76-0.88x the time, N64 C32 HxW 32 G4 0.84-0.87x, G32
+  // 0.71-0.99x, N2 C512 HxW 16 G512 0.61-0.72x, N16 C64 HxW 16 G16 0.89-0.92x; groups of 2K+
+  // elements (not batched) 0.96-1.00x.
+  bool batches_groups() const {
+    return contiguous && p.HxW >= kWidth && p.D * p.HxW <= kBatchGroupMax;
+  }
+  void batched_groups(int64_t begin, int64_t end) const {
+    alignas(64) float k1[kBatchMax], k2[kBatchMax], k3[kBatchMax];  // per channel (D = 1) or per group
+    const int64_t batch = std::max<int64_t>(1, std::min(kBatchMax, kBatchElems / (p.D * p.HxW)));
+    for (int64_t t0 = begin; t0 < end;) {
+      const int64_t n = t0 / p.G, g0 = t0 % p.G;
+      const int64_t g1 = std::min({p.G, g0 + batch, g0 + (end - t0)});
+      for (int64_t g = g0; g < g1; ++g) {
+        const float m = mean()[n * p.G + g];
+        for (int64_t c = g * p.D; c < (g + 1) * p.D; ++c) {
+          const int64_t at = (n * p.C + c) * p.HxW;
+          const Sums s = plane_sums(dy0 + at, x0 + at, p.HxW, m, with_x());
+          ds()[n * p.C + c] = s.centred;
+          db()[n * p.C + c] = s.dy;
+        }
+      }
+      if (p.need_dx) {
+        if (p.D == 1) {
+          point_coefs(n, g0, g1, k1, k2, k3);
+        } else {
+          for (int64_t g = g0; g < g1; ++g) group_coef(n, g, k2[g - g0], k3[g - g0]);
+        }
+        for (int64_t g = g0; g < g1; ++g) {
+          const float m = mean()[n * p.G + g], r = rstd()[n * p.G + g];
+          for (int64_t c = g * p.D; c < (g + 1) * p.D; ++c) {
+            const int64_t at = (n * p.C + c) * p.HxW;
+            const Coef k{p.D == 1 ? k1[g - g0] : r * gamma()[c], k2[g - g0], k3[g - g0], m};
+            if (stream) plane_write<true>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+            else plane_write<false>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+          }
+        }
+      }
+      t0 += g1 - g0;
+    }
+  }
+
   Coef coef(int64_t n, int64_t c, float c2, float c3) const {
     const int64_t ng = n * p.G + c / p.D;
     return Coef{rstd()[ng] * gamma()[c], c2, c3, mean()[ng]};
@@ -475,6 +569,11 @@ struct Kernel {
   void run_fused() const {
     const int64_t NG = p.N * p.G;
     const auto groups = [&](int64_t begin, int64_t end) {
+      if (batches_groups()) {
+        batched_groups(begin, end);
+        if (stream) stream_fence();
+        return;
+      }
       for (int64_t t = begin; t < end; ++t) {
         const int64_t n = t / p.G, g = t % p.G;
         if (contiguous && p.HxW < kWidth) {
@@ -527,11 +626,11 @@ struct Kernel {
     else parallel_for(NG, grain, groups);
   }
 
-  // Channels-last operands: each sample is HxW rows of C channels. Per channel, the sums run
-  // over the rows in order (vectorised across the channels of a row); then each group's
-  // coefficients, spread per channel, and dX row by row. One task per sample. On a channels-last
-  // [8, 64, 56, 56] G32 the strided path took 10.4 ms (torch 6.0 ms).
-  void run_channels_last() const {
+  // Channel rows (channels-last operands, or HxW == 1): each sample is HxW rows of C channels.
+  // Per channel, the sums run over the rows in order (vectorised across the channels of a row);
+  // then each group's coefficients, spread per channel, and dX row by row. One task per sample.
+  // On a channels-last [8, 64, 56, 56] G32 the strided path took 10.4 ms (torch 6.0 ms).
+  void run_channel_rows() const {
     const int64_t C = p.C, HW = p.HxW, D = p.D;
     const int64_t per_sample = C * HW;
     parallel_for(p.N, std::max<int64_t>(1, kGrainElems / per_sample), [&](int64_t n0, int64_t n1) {
@@ -564,7 +663,9 @@ struct Kernel {
           }
         }
         if (!p.need_dx) continue;
-        for (int64_t g = 0; g < p.G; ++g) {
+        if (D == 1) {
+          point_coefs(n, 0, C, ls, l2, l3);
+        } else for (int64_t g = 0; g < p.G; ++g) {
           float c2, c3;
           group_coef(n, g, c2, c3);
           const float r = rstd()[n * p.G + g];
@@ -644,7 +745,7 @@ struct Kernel {
     const int64_t blocks = (p.C + kBlock - 1) / kBlock;
     const int64_t rows = std::min<int64_t>(p.N, kGrainElems);  // kBlock * N must not overflow
     parallel_for(blocks, std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, kBlock * rows)), [&](int64_t begin, int64_t end) {
-      alignas(64) float sg[kBlock], sb[kBlock];
+      alignas(64) float sg[kBlock], sb[kBlock], rc[kBlock];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t c0 = b * kBlock, c1 = std::min(p.C, c0 + kBlock);
         std::fill(sg, sg + kBlock, 0.0f);
@@ -652,6 +753,23 @@ struct Kernel {
         for (int64_t n = 0; n < p.N && !empty; ++n) {
           const float* dsn = ds() + n * p.C;
           const float* dbn = db() + n * p.C;
+          if (p.D < kWidth) {
+            // Groups narrower than a vector: rstd spread per channel first, then whole vectors
+            // (per channel the same operations as below, so the same values).
+            const float* rn = rstd() + n * p.G;
+            for (int64_t g = c0 / p.D, c = c0; c < c1; ++g)
+              for (const int64_t cend = std::min(c1, (g + 1) * p.D); c < cend; ++c) rc[c - c0] = rn[g];
+            int64_t c = c0;
+            for (; c + kWidth <= c1; c += kWidth) {
+              store(sg + (c - c0), load(sg + (c - c0)) + load(dsn + c) * load(rc + (c - c0)));
+              store(sb + (c - c0), load(sb + (c - c0)) + load(dbn + c));
+            }
+            for (; c < c1; ++c) {
+              sg[c - c0] += dsn[c] * rc[c - c0];
+              sb[c - c0] += dbn[c];
+            }
+            continue;
+          }
           for (int64_t c = c0; c < c1;) {
             const int64_t g = c / p.D, cend = std::min(c1, (g + 1) * p.D);
             const float r = rstd()[n * p.G + g];
@@ -682,7 +800,7 @@ struct Kernel {
       return;
     }
     load_params();
-    if (p.channels_last) run_channels_last();
+    if (p.channel_rows) run_channel_rows();
     else if (p.fused) run_fused();
     else run_chunked();
     if (p.need_dgamma || p.need_dbeta) write_param_grads();

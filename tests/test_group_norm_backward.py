@@ -130,7 +130,15 @@ CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28),
          ((2, 8, 1000), 2, 8, 1000, 1), ((1, 4, 300, 300), 1, 4, 90000, 2), ((1, 2, 70000), 1, 2, 70000, 1),
          ((2, 4, 3, 17), 2, 4, 51, 2), ((3, 130, 700), 3, 130, 700, 1), ((1, 1), 1, 1, 1, 1),
          ((4, 6, 250, 250), 4, 6, 62500, 2),
-         ((4, 40), 4, 40, 1, 2)]  # HxW == 1 with groups of a vector and a partial one
+         ((4, 40), 4, 40, 1, 2),  # HxW == 1 with groups of a vector and a partial one
+         # HxW == 1 with groups narrower than a vector: one row of C channels per sample (one
+         # channel per group: coefficients a vector of groups at a time); C past one 256-channel
+         # block of dgamma/dbeta
+         ((3, 40), 3, 40, 1, 8), ((5, 37, 1), 5, 37, 1, 37), ((3, 300), 3, 300, 1, 60),
+         # small groups with HxW >= 16 in batches (crossing samples, cut by the thread shares); one
+         # channel per group (coefficients a vector of groups at a time), HxW 16 and 1024 at the edges
+         ((3, 300, 20), 3, 300, 20, 300), ((2, 17, 4, 4), 2, 17, 16, 17), ((2, 5, 32, 32), 2, 5, 1024, 5),
+         ((9, 24, 20), 9, 24, 20, 8), ((3, 12, 16, 16), 3, 12, 256, 3), ((2, 8, 300), 2, 8, 300, 2)]
 
 
 # gradOut, input and gradInput (through out=) channels-last: rows of C channels per sample.
@@ -196,7 +204,8 @@ def test_any_shape_with_the_right_element_count(isa, shape, grad_shape, N, C, Hx
 
 @pytest.mark.parametrize("mask", list(itertools.product([True, False], repeat=3)), ids=str)
 @pytest.mark.parametrize("shape,N,C,HxW,G", [((2, 6, 7), 2, 6, 7, 3), ((1, 4, 40000), 1, 4, 40000, 2),
-                                             ((8, 16), 8, 16, 1, 4)], ids=str)
+                                             ((8, 16), 8, 16, 1, 4), ((4, 12, 20), 4, 12, 20, 12),
+                                             ((4, 12, 20), 4, 12, 20, 3)], ids=str)
 def test_output_masks(isa, mask, shape, N, C, HxW, G):
     rng = np.random.default_rng(1)
     args = make(rng, shape, N, C, HxW, G, np.float32)
@@ -308,7 +317,8 @@ def test_torch_tensors_in_and_out(torch):
     ((8, 32, 28, 28), 8, 32, 784, 8, "contiguous"), ((1, 4, 300, 300), 1, 4, 90000, 2, "contiguous"),
     ((512, 64), 512, 64, 1, 16, "contiguous"), ((32, 48, 5), 32, 48, 5, 12, "contiguous"),
     ((4, 6, 30, 30), 4, 6, 900, 3, "transposed"), ((2, 2, 200, 200), 2, 2, 40000, 1, "sliced"),
-    ((4, 6, 250, 250), 4, 6, 62500, 2, "contiguous")], ids=str)
+    ((4, 6, 250, 250), 4, 6, 62500, 2, "contiguous"), ((40, 96), 40, 96, 1, 96, "contiguous"),
+    ((6, 300, 20), 6, 300, 20, 300, "contiguous"), ((40, 24, 20), 40, 24, 20, 8, "contiguous")], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, N, C, HxW, G, layout, dtype):
     rng = np.random.default_rng(7)
