@@ -9,6 +9,12 @@ namespace aclnn_cpu {
 
 constexpr int kMaxDims = 8;
 
+// This header's functions are forced inline: ops objects are compiled once per ISA level, and an out-of-line
+// copy of a shared header's inline function is a weak symbol the linker may take from an
+// AVX-512 object for baseline code (setup.py rejects such objects; at -O1, as the sanitizer
+// build compiles, GCC left is_contiguous out of line).
+#define ACLNN_VIEW_INLINE inline __attribute__((always_inline))
+
 // Values are those of the public aclDataType enum (acl/acl.h).
 enum class DType : int32_t {
   Undefined = -1,
@@ -29,7 +35,7 @@ enum class DType : int32_t {
   BFloat16 = 27,
 };
 
-inline std::size_t dtype_size(DType t) {
+ACLNN_VIEW_INLINE std::size_t dtype_size(DType t) {
   switch (t) {
     case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
     case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
@@ -50,14 +56,14 @@ struct TensorView {
   int64_t strides[kMaxDims] = {};  // in elements; may be negative or zero (inputs only)
   bool present = false;  // false: optional operand absent (gamma None) or output masked off
 
-  int64_t numel() const {
+  ACLNN_VIEW_INLINE int64_t numel() const {
     int64_t n = 1;
     for (int i = 0; i < ndim; ++i) n *= shape[i];
     return n;
   }
-  std::size_t itemsize() const { return dtype_size(dtype); }
+  ACLNN_VIEW_INLINE std::size_t itemsize() const { return dtype_size(dtype); }
   // Row-major contiguous (size-1 dims may carry any stride).
-  bool is_contiguous() const {
+  ACLNN_VIEW_INLINE bool is_contiguous() const {
     int64_t expect = 1;
     for (int i = ndim - 1; i >= 0; --i) {
       if (shape[i] != 1 && strides[i] != expect) return false;
@@ -66,7 +72,7 @@ struct TensorView {
     return true;
   }
   // Same shape, and the same strides wherever a dim has more than one element.
-  bool same_layout(const TensorView& other) const {
+  ACLNN_VIEW_INLINE bool same_layout(const TensorView& other) const {
     if (other.ndim != ndim) return false;
     for (int i = 0; i < ndim; ++i)
       if (other.shape[i] != shape[i] || (shape[i] != 1 && other.strides[i] != strides[i])) return false;
@@ -74,20 +80,17 @@ struct TensorView {
   }
   // Dense with dim 1 innermost and the other dims row-major around it (the memory of
   // [N, H, W, C] for a [N, C, H, W] view: torch's channels_last), rank >= 3, at least 2 channels.
-  bool is_channels_last() const {
+  ACLNN_VIEW_INLINE bool is_channels_last() const {
     if (ndim < 3 || shape[1] < 2) return false;
     int64_t expect = 1;
-    const auto next = [&](int i) {
+    for (int k = 0; k < ndim; ++k) {  // innermost first: dim 1, then ndim-1 .. 2, then 0
+      const int i = k == 0 ? 1 : k == ndim - 1 ? 0 : ndim - k;
       if (shape[i] != 1 && strides[i] != expect) return false;
       expect *= shape[i];
-      return true;
-    };
-    if (!next(1)) return false;
-    for (int i = ndim - 1; i >= 2; --i)
-      if (!next(i)) return false;
-    return next(0);
+    }
+    return true;
   }
-  template <typename T> T* ptr() const { return static_cast<T*>(data); }
+  template <typename T> ACLNN_VIEW_INLINE T* ptr() const { return static_cast<T*>(data); }
 };
 
 }  // namespace aclnn_cpu
