@@ -46,6 +46,8 @@ constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chun
 // HxW 1024; fp32 and bf16), while splitting 16K-element calls gained nothing or lost (0.91-1.33x).
 // 2 threads, in-process A/B.
 constexpr int64_t kGrainElems = 16384;
+// Channel rows with fewer samples than this split each sample's rows into chunks.
+constexpr int64_t kRowSplitSamples = 8;
 constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short planes (HxW < kWidth)
 // Small fused groups (Kernel::batched_groups): groups of at most kBatchGroupMax elements, in
 // batches of at most kBatchMax groups and kBatchElems elements.
@@ -118,6 +120,8 @@ struct Plan {
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
   int64_t lanes_at = 0;  // channel rows: per sample, mean / scale / c2 / c3 of every channel
+  int64_t row_chunks = 1;  // channel rows: chunks of rows per sample (partial sums each)
+  int64_t row_part_at = 0;  // channel rows, row_chunks > 1: [N][row_chunks][2][C] partial sums
 };
 
 Plan make_plan(const GroupNormBackwardArgs& a) {
@@ -159,6 +163,13 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.channel_rows = p.channel_rows || (p.HxW == 1 && p.D < kWidth && x.is_contiguous() &&
                                       a.gradOut.is_contiguous() && (!p.need_dx || a.gradInput.is_contiguous()));
   p.lanes_at = at, at += p.channel_rows ? 4 * NC : 0;
+  // Few samples: each one's rows in chunks of at least kGrainElems elements, about
+  // kRowSplitSamples chunks in all, so that N = 1 uses every core.
+  if (p.channel_rows && p.N < kRowSplitSamples) {
+    const int64_t by_size = std::max<int64_t>(1, p.C * p.HxW / kGrainElems);
+    p.row_chunks = std::min({p.HxW, by_size, (kRowSplitSamples + p.N - 1) / p.N});
+  }
+  p.row_part_at = at, at += p.row_chunks > 1 ? 2 * NC * p.row_chunks : 0;
   p.total = at;
   return p;
 }
@@ -628,67 +639,127 @@ struct Kernel {
 
   // Channel rows (channels-last operands, or HxW == 1): each sample is HxW rows of C channels.
   // Per channel, the sums run over the rows in order (vectorised across the channels of a row);
-  // then each group's coefficients, spread per channel, and dX row by row. One task per sample.
-  // On a channels-last [8, 64, 56, 56] G32 the strided path took 10.4 ms (torch 6.0 ms).
-  void run_channel_rows() const {
-    const int64_t C = p.C, HW = p.HxW, D = p.D;
-    const int64_t per_sample = C * HW;
-    parallel_for(p.N, std::max<int64_t>(1, kGrainElems / per_sample), [&](int64_t n0, int64_t n1) {
-      for (int64_t n = n0; n < n1; ++n) {
-        const T* dy = dy0 + n * per_sample;
-        const T* x = x0 + n * per_sample;
-        float* dsn = ds() + n * C;
-        float* dbn = db() + n * C;
-        float* lm = ws + p.lanes_at + n * 4 * C;  // mean, scale, c2, c3 per channel
-        float* ls = lm + C;
-        float* l2 = ls + C;
-        float* l3 = l2 + C;
-        for (int64_t g = 0; g < p.G; ++g) std::fill(lm + g * D, lm + (g + 1) * D, mean()[n * p.G + g]);
-        std::fill(dsn, dsn + C, 0.0f);
-        std::fill(dbn, dbn + C, 0.0f);
-        for (int64_t r = 0; r < HW; ++r) {
-          const T* dr = dy + r * C;
-          const T* xr = x + r * C;
-          int64_t c = 0;
-          for (; c + kWidth <= C; c += kWidth) {
-            const VecF d = load(dr + c);
-            store(dsn + c, fma(d, load(xr + c) - load(lm + c), load(dsn + c)));
-            store(dbn + c, load(dbn + c) + d);
-          }
-          if (c < C) {
-            const int64_t k = C - c;
-            const VecF d = load_partial(dr + c, k);
-            store_partial(dsn + c, fma(d, load_partial(xr + c, k) - load_partial(lm + c, k), load_partial(dsn + c, k)), k);
-            store_partial(dbn + c, load_partial(dbn + c, k) + d, k);
-          }
-        }
-        if (!p.need_dx) continue;
-        if (D == 1) {
-          point_coefs(n, 0, C, ls, l2, l3);
-        } else for (int64_t g = 0; g < p.G; ++g) {
-          float c2, c3;
-          group_coef(n, g, c2, c3);
-          const float r = rstd()[n * p.G + g];
-          for (int64_t c = g * D; c < (g + 1) * D; ++c) ls[c] = r * gamma()[c];
-          std::fill(l2 + g * D, l2 + (g + 1) * D, c2);
-          std::fill(l3 + g * D, l3 + (g + 1) * D, c3);
-        }
-        T* dx = dx0 + n * per_sample;
-        for (int64_t r = 0; r < HW; ++r) {
-          const T* dr = dy + r * C;
-          const T* xr = x + r * C;
-          T* out = dx + r * C;
-          int64_t c = 0;
-          for (; c + kWidth <= C; c += kWidth)
-            store(out + c, fma(load(ls + c), load(dr + c), fma(load(l2 + c), load(xr + c) - load(lm + c), load(l3 + c))));
-          if (c < C) {
-            const int64_t k = C - c;
-            store_partial(out + c, fma(load_partial(ls + c, k), load_partial(dr + c, k),
-                                       fma(load_partial(l2 + c, k), load_partial(xr + c, k) - load_partial(lm + c, k),
-                                           load_partial(l3 + c, k))), k);
-          }
-        }
+  // then each group's coefficients, spread per channel, and dX row by row. One task per sample,
+  // or, with fewer than kRowSplitSamples samples, per chunk of a sample's rows (Plan::row_chunks:
+  // partial sums per chunk, added in chunk order). On a channels-last [8, 64, 56, 56] G32 the
+  // strided path took 10.4 ms (torch 6.0 ms).
+  float* lanes(int64_t n) const { return ws + p.lanes_at + n * 4 * p.C; }  // mean, scale, c2, c3
+
+  // Accumulates rows [r0, r1) of sample n into s (centred sums) and b (dY sums), C each.
+  void row_sums(int64_t n, int64_t r0, int64_t r1, float* s, float* b) const {
+    const int64_t C = p.C;
+    const float* lm = lanes(n);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* dr = dy0 + (n * p.HxW + r) * C;
+      const T* xr = x0 + (n * p.HxW + r) * C;
+      int64_t c = 0;
+      for (; c + kWidth <= C; c += kWidth) {
+        const VecF d = load(dr + c);
+        store(s + c, fma(d, load(xr + c) - load(lm + c), load(s + c)));
+        store(b + c, load(b + c) + d);
       }
+      if (c < C) {
+        const int64_t k = C - c;
+        const VecF d = load_partial(dr + c, k);
+        store_partial(s + c, fma(d, load_partial(xr + c, k) - load_partial(lm + c, k), load_partial(s + c, k)), k);
+        store_partial(b + c, load_partial(b + c, k) + d, k);
+      }
+    }
+  }
+
+  // dX of rows [r0, r1) of sample n from its spread coefficients.
+  void row_write(int64_t n, int64_t r0, int64_t r1) const {
+    const int64_t C = p.C;
+    const float *lm = lanes(n), *ls = lm + C, *l2 = ls + C, *l3 = l2 + C;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t at = (n * p.HxW + r) * C;
+      const T* dr = dy0 + at;
+      const T* xr = x0 + at;
+      T* out = dx0 + at;
+      int64_t c = 0;
+      for (; c + kWidth <= C; c += kWidth)
+        store(out + c, fma(load(ls + c), load(dr + c), fma(load(l2 + c), load(xr + c) - load(lm + c), load(l3 + c))));
+      if (c < C) {
+        const int64_t k = C - c;
+        store_partial(out + c, fma(load_partial(ls + c, k), load_partial(dr + c, k),
+                                   fma(load_partial(l2 + c, k), load_partial(xr + c, k) - load_partial(lm + c, k),
+                                       load_partial(l3 + c, k))), k);
+      }
+    }
+  }
+
+  void spread_means(int64_t n) const {
+    float* lm = lanes(n);
+    for (int64_t g = 0; g < p.G; ++g) std::fill(lm + g * p.D, lm + (g + 1) * p.D, mean()[n * p.G + g]);
+  }
+
+  // Sample n's coefficients spread per channel (its ds/db complete).
+  void spread_coefs(int64_t n) const {
+    const int64_t C = p.C, D = p.D;
+    float* ls = lanes(n) + C;
+    float* l2 = ls + C;
+    float* l3 = l2 + C;
+    if (D == 1) return point_coefs(n, 0, C, ls, l2, l3);
+    for (int64_t g = 0; g < p.G; ++g) {
+      float c2, c3;
+      group_coef(n, g, c2, c3);
+      const float r = rstd()[n * p.G + g];
+      for (int64_t c = g * D; c < (g + 1) * D; ++c) ls[c] = r * gamma()[c];
+      std::fill(l2 + g * D, l2 + (g + 1) * D, c2);
+      std::fill(l3 + g * D, l3 + (g + 1) * D, c3);
+    }
+  }
+
+  void run_channel_rows() const {
+    const int64_t C = p.C, HW = p.HxW, K = p.row_chunks;
+    if (K == 1) {
+      parallel_for(p.N, std::max<int64_t>(1, kGrainElems / (C * HW)), [&](int64_t n0, int64_t n1) {
+        for (int64_t n = n0; n < n1; ++n) {
+          spread_means(n);
+          float* dsn = ds() + n * C;
+          float* dbn = db() + n * C;
+          std::fill(dsn, dsn + C, 0.0f);
+          std::fill(dbn, dbn + C, 0.0f);
+          row_sums(n, 0, HW, dsn, dbn);
+          if (!p.need_dx) continue;
+          spread_coefs(n);
+          row_write(n, 0, HW);
+        }
+      });
+      return;
+    }
+    const auto rows_of = [&](int64_t k, int64_t& r0, int64_t& r1) {
+      r0 = HW * k / K;
+      r1 = HW * (k + 1) / K;
+    };
+    for (int64_t n = 0; n < p.N; ++n) spread_means(n);
+    float* part = ws + p.row_part_at;  // [N][K][2][C]
+    parallel_tasks(p.N * K, p.N * K, [&](int64_t t, int64_t) {
+      const int64_t n = t / K;
+      int64_t r0, r1;
+      rows_of(t % K, r0, r1);
+      float* s = part + t * 2 * C;
+      std::fill(s, s + 2 * C, 0.0f);
+      row_sums(n, r0, r1, s, s + C);
+    });
+    for (int64_t n = 0; n < p.N; ++n) {  // C * K values per sample: not worth threads
+      float* dsn = ds() + n * C;
+      float* dbn = db() + n * C;
+      const float* pn = part + n * K * 2 * C;
+      std::copy(pn, pn + C, dsn);
+      std::copy(pn + C, pn + 2 * C, dbn);
+      for (int64_t k = 1; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c) {
+          dsn[c] += pn[k * 2 * C + c];
+          dbn[c] += pn[k * 2 * C + C + c];
+        }
+      if (p.need_dx) spread_coefs(n);
+    }
+    if (!p.need_dx) return;
+    parallel_tasks(p.N * K, p.N * K, [&](int64_t t, int64_t) {
+      int64_t r0, r1;
+      rows_of(t % K, r0, r1);
+      row_write(t / K, r0, r1);
     });
   }
 

@@ -143,7 +143,11 @@ CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28),
 
 # gradOut, input and gradInput (through out=) channels-last: rows of C channels per sample.
 CHANNELS_LAST = [((2, 6, 5, 7), 2, 6, 35, 3), ((3, 40, 4, 4), 3, 40, 16, 8), ((1, 33, 3, 2, 5), 1, 33, 30, 11),
-                 ((4, 64, 9, 9), 4, 64, 81, 32)]
+                 ((4, 64, 9, 9), 4, 64, 81, 32),
+                 # fewer than 8 samples of 32K+ elements: each sample's rows in chunks with partial
+                 # sums (2, 3 uneven, and 4 chunks; 5-D)
+                 ((1, 64, 24, 24), 1, 64, 576, 16), ((2, 32, 40, 40), 2, 32, 1600, 8),
+                 ((1, 16, 64, 64), 1, 16, 4096, 4), ((1, 24, 8, 16, 16), 1, 24, 2048, 6)]
 
 
 @pytest.mark.parametrize("shape,N,C,HxW,G", CHANNELS_LAST, ids=str)
@@ -163,9 +167,10 @@ def test_channels_last(isa, shape, N, C, HxW, G, dtype, mask):
     check(args, results, mask)
 
 
-def test_channels_last_bitwise_across_thread_counts(threads):
+@pytest.mark.parametrize("shape,N,C,HxW,G", [((6, 48, 10, 10), 6, 48, 100, 16),
+                                             ((1, 32, 48, 48), 1, 32, 2304, 8)], ids=str)
+def test_channels_last_bitwise_across_thread_counts(threads, shape, N, C, HxW, G):
     rng = np.random.default_rng(12)
-    shape, N, C, HxW, G = (6, 48, 10, 10), 6, 48, 100, 16
     dy, x, mean, rstd, gm, *_ = make(rng, shape, N, C, HxW, G, np.float32)
     results = []
     for count in (1, 2, 3):
