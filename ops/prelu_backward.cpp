@@ -49,6 +49,9 @@ constexpr int64_t kColumnTasks = 64;      // column mode aims for this many task
 // accumulators, then per-channel sums) costs about as much as a few rows, and [64, 400] in 64
 // one-row tasks took 120 us on one thread.
 constexpr int64_t kColumnMinRows = 16;
+// and at least this many elements each: narrow rows ([4096, 3]) made 64 tasks of 48-192
+// elements, all on one thread (kGrainElems), each paying its setup.
+constexpr int64_t kColumnMinElems = 4096;
 // Fewest elements worth a thread of their own. 32768 left calls of 16K-32K elements on one
 // thread; split in two they took 0.82-0.90x the time in fp32 ([1, 32, 32, 32], [2, 64, 16, 16],
 // [1, 24, 32, 32]) and 0.92-0.99x in bf16, while splitting 16K-element calls gained nothing
@@ -139,7 +142,9 @@ Layout make_layout(const PreluBackwardArgs& a) {
     const int64_t wanted_chunks = std::max<int64_t>(1, (kColumnTasks + l.blocks - 1) / l.blocks);
     const int64_t row_chunks = std::min(std::max<int64_t>(l.N, 1), wanted_chunks);
     l.rows_per_chunk = std::max<int64_t>(1, (l.N + row_chunks - 1) / row_chunks);
-    l.rows_per_chunk = std::max(l.rows_per_chunk, std::min(l.N, kColumnMinRows));
+    const int64_t block_row = std::max<int64_t>(1, std::min(l.channels_per_block * l.HxW, l.W));
+    const int64_t min_rows = std::max(kColumnMinRows, (kColumnMinElems + block_row - 1) / block_row);
+    l.rows_per_chunk = std::max(l.rows_per_chunk, std::min(l.N, min_rows));
     l.row_chunks = std::max<int64_t>(1, (l.N + l.rows_per_chunk - 1) / l.rows_per_chunk);
     bool rows_contiguous = l.blocks == 1 && l.m == 1 && l.shape[0] == l.W;
     for (int t = 0; t < 3; ++t)
@@ -324,6 +329,29 @@ inline void fill_block_weights(W* dst, const float* weights, int64_t c0, int64_t
 
 // Sum of n floats in a fixed grouping: in order when short, else four vector accumulators
 // from p, then the tail.
+// rows[0, W) repeated to fill rows[0, W * count), the copied span doubling each step: a copy
+// per row cost a call each, most of a task's time on narrow rows ([4096, 3]: 28 us a call).
+inline void repeat_rows(float* rows, int64_t W, int64_t count) {
+  for (int64_t have = 1; have < count;) {
+    const int64_t more = std::min(have, count - have);
+    std::copy(rows, rows + more * W, rows + have * W);
+    have += more;
+  }
+}
+
+// acc[p] for p < W becomes the sum of the `count` rows acc[r * W + p], in a fixed tree: the
+// upper rows are added onto the lower ones in whole vectors, halving the count each step.
+inline void fold_rows(float* acc, int64_t W, int64_t count) {
+  while (count > 1) {
+    const int64_t keep = (count + 1) / 2, n = (count - keep) * W;
+    const float* upper = acc + keep * W;
+    int64_t i = 0;
+    for (; i + kWidth <= n; i += kWidth) store(acc + i, load(acc + i) + load(upper + i));
+    if (i < n) store_partial(acc + i, load_partial(acc + i, n - i) + load_partial(upper + i, n - i), n - i);
+    count = keep;
+  }
+}
+
 inline float sum_floats(const float* p, int64_t n) {
   if (n < 2 * kWidth) {
     float sum = 0.0f;
@@ -438,14 +466,13 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           // Short contiguous rows: `fold` rows at a time form one run, with the block's
           // weights and accumulators repeated per row; the copies are added up below.
           fill_block_weights(wcol, weights, c0, c1, l.HxW);
-          for (int64_t r = 1; r < l.fold; ++r) std::copy(wcol, wcol + l.W, wcol + r * l.W);
+          repeat_rows(wcol, l.W, l.fold);
           std::fill(acc, acc + l.fold * l.W, 0.0f);
           for (int64_t n = n0; n < n1; n += l.fold) {
             const int64_t len = std::min(l.fold, n1 - n) * l.W;
             column_run<kStream>(go0 + n * l.W, x0 + n * l.W, gi0 + n * l.W, run_stride, len, wcol, acc);
           }
-          for (int64_t r = 1; r < l.fold; ++r)
-            for (int64_t p = 0; p < l.W; ++p) acc[p] += acc[r * l.W + p];
+          fold_rows(acc, l.W, l.fold);
         } else {
           fill_block_weights(wcol, weights, c0, c1, l.HxW);
           for (int64_t n = n0; n < n1; ++n) {

@@ -117,7 +117,9 @@ PATH_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 4, 33, 17), (7, 3000), (64, 5000
                (3000, 7), (2, 700, 1), (5, 3, 3, 3), (1, 1, 70001), (33, 17, 2),
                (9, 130, 3, 7), (3, 100, 5, 5),  # column blocks in pairs: odd row count, pair tails
                (1, 5, 10, 10), (2, 7, 200), (3, 7, 10, 10), (3, 5, 4),  # either side of 64 per row
-               (64, 400), (20, 1000)]  # folded rows in chunks of 16 rows (the last one partial)
+               (64, 400), (20, 1000),  # folded rows in chunks of 16 rows (the last one partial)
+               # narrow rows: chunks of >= 4096 elements, folds of 682 and 409 rows (odd halvings)
+               (4096, 3), (1001, 5)]
 
 
 @pytest.mark.parametrize("shape", PATH_SHAPES, ids=str)
@@ -265,7 +267,7 @@ def test_torch_tensors_in_and_out(torch):
     ((300, 20, 9), None, False, "transposed"), ((8, 6, 3000), (6, 3000), False, "contiguous"),
     ((200, 300), None, True, "sliced"), ((9, 130, 3, 7), None, False, "contiguous"),
     ((2, 40, 14, 14), None, False, "contiguous"), ((64, 400), None, False, "contiguous"),
-    ((8, 24, 30, 30), None, False, "channels-last")], ids=str)
+    ((8, 24, 30, 30), None, False, "channels-last"), ((40000, 3), None, False, "contiguous")], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, grad_shape, single_weight, layout, dtype):
     rng = np.random.default_rng(6)
