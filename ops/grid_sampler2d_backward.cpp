@@ -4,8 +4,9 @@
 // Layout of the work. Every output position (n, ho, wo) maps to the same source pixels for all
 // channels, so its coordinates, weights, corner indices and clip/reflect gradient multipliers
 // are computed once, in double, into per-position "records" (phase 1). Channels are then handled
-// in blocks of Cb (4, 8 or 16 lanes, chosen from C): a block's input planes are transposed into
-// a channel-last fp32 buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
+// in blocks of Cb (4, 8 or 16 lanes, chosen from C; a single channel takes one lane, so its
+// buffers are plain planes): a block's input planes are transposed into a channel-last fp32
+// buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
@@ -615,7 +616,7 @@ alignas(64) constexpr float kZeroRow[kTile] = {};
 // AVX2 and AVX-512 levels (32 bytes of each of 8 rows per block: the lines of rows that share an
 // L1 set are still each used twice before they can be evicted), 4 x 4 float blocks otherwise.
 template <class T, int Cb>
-void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
+void rows_to_lane_blocks(const T* const* rows, int64_t len, float* dst) {
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
   if constexpr (Cb >= 8) {
     const int64_t end = len - len % kBlock8Positions<T>;
@@ -643,6 +644,15 @@ void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
       dst[q * Cb + c + 2] = to_float(r2[q]);
       dst[q * Cb + c + 3] = to_float(r3[q]);
     }
+  }
+}
+
+template <class T, int Cb>
+void rows_to_lanes(const T* const* rows, int64_t len, float* dst) {
+  if constexpr (Cb == 1) {  // one channel: the lanes are the row
+    simd::convert_to_float(rows[0], dst, len);
+  } else {
+    rows_to_lane_blocks<T, Cb>(rows, len, dst);
   }
 }
 
@@ -852,8 +862,8 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 // contiguous output rows go out with cache-bypassing whole-line stores where 4 rows share
 // their alignment.
 template <class T, int Cb, bool Parts>
-void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
-                    const Plane& pl, int64_t p0, int64_t len, bool stream) {
+void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base,
+                          int64_t schan, const Plane& pl, int64_t p0, int64_t len, bool stream) {
   alignas(64) T raw[Cb][kTile];
   T* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
@@ -901,6 +911,52 @@ void store_channels(const float* src, int64_t parts, int64_t part_stride, int cv
   }
 }
 
+// store_channels of a one-channel block: the buffer is the plane (summed over `parts` in part
+// order), converted in vector runs; fp32 goes out streamed when `stream` and the plane is
+// contiguous.
+template <class T, bool Parts>
+void store_plane(const float* src, int64_t parts, int64_t part_stride, T* base, const Plane& pl, int64_t p0,
+                 int64_t len, bool stream) {
+  alignas(64) float sum[kTile];
+  alignas(64) T raw[kTile];
+  const bool contiguous = pl.flat && pl.scol == 1;
+  for (int64_t q0 = 0; q0 < len; q0 += kTile) {
+    const int64_t n = std::min(kTile, len - q0);
+    const float* v = src + p0 + q0;
+    if (Parts) {
+      std::copy(v, v + n, sum);
+      for (int64_t k = 1; k < parts; ++k) {
+        const float* w = v + k * part_stride;
+        int64_t i = 0;
+        for (; i + simd::kWidth <= n; i += simd::kWidth) simd::store(sum + i, simd::load(sum + i) + simd::load(w + i));
+        for (; i < n; ++i) sum[i] += w[i];
+      }
+      v = sum;
+    }
+    if (contiguous) {
+      T* out = base + p0 + q0;
+      const auto value = [&](int64_t i, int64_t count) {
+        return count == simd::kWidth ? simd::load(v + i) : simd::load_partial(v + i, count);
+      };
+      if (stream && std::is_same<T, float>::value) simd::store_run<true>(out, n, value);
+      else simd::store_run<false>(out, n, value);
+    } else {
+      simd::convert_from_float(v, raw, n);
+      for_each_offset(pl, p0 + q0, n, [&](int64_t q, int64_t off) { base[off] = raw[q]; });
+    }
+  }
+}
+
+template <class T, int Cb, bool Parts>
+void store_channels(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t schan,
+                    const Plane& pl, int64_t p0, int64_t len, bool stream) {
+  if constexpr (Cb == 1) {
+    store_plane<T, Parts>(src, parts, part_stride, base, pl, p0, len, stream);
+  } else {
+    store_channel_blocks<T, Cb, Parts>(src, parts, part_stride, cvalid, base, schan, pl, p0, len, stream);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Phase 2 compute: one tile of positions for one channel block. g: the tile's gradOutput,
 // [len][Cb]; in: the block's input, channel-last; ig: the block's inputGrad accumulator;
@@ -928,7 +984,9 @@ ACLNN_ALWAYS_INLINE typename Lanes<Cb>::V fmadd(const typename Lanes<Cb>::V& a, 
                                              const typename Lanes<Cb>::V& c) {
 #if ACLNN_ISA_LEVEL >= 1
   using V = typename Lanes<Cb>::V;
-  if constexpr (Cb == 4) {
+  if constexpr (Cb == 1) {
+    return V{__builtin_fmaf(a[0], b[0], c[0])};
+  } else if constexpr (Cb == 4) {
     return (V)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
   } else if constexpr (Cb == 8) {
     return (V)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
@@ -976,6 +1034,11 @@ ACLNN_ALWAYS_INLINE void pair_sum4(const F4& ab, float* out) {  // ab = [a0 a1 |
 template <int Cb>
 ACLNN_ALWAYS_INLINE void pair_sum(const typename Lanes<Cb>::V& a, const typename Lanes<Cb>::V& b, float* out);
 
+template <>
+ACLNN_ALWAYS_INLINE void pair_sum<1>(const typename Lanes<1>::V& a, const typename Lanes<1>::V& b, float* out) {
+  out[0] = a[0];
+  out[1] = b[0];
+}
 template <>
 ACLNN_ALWAYS_INLINE void pair_sum<4>(const F4& a, const F4& b, float* out) {
   pair_sum4(__builtin_shufflevector(a, b, 0, 1, 4, 5) + __builtin_shufflevector(a, b, 2, 3, 6, 7), out);
@@ -1202,6 +1265,7 @@ struct CompactSizes {
 int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : 24; }
 
 int pick_block_width(int64_t C) {
+  if (C == 1) return 1;  // one lane: no transposes, a quarter of the buffers
   // Relative cost of one position for one block of each width; fewest total cost wins.
   const int widths[3] = {16, 8, 4};
   const double cost[3] = {1.0, 0.6, 0.4};
@@ -1667,6 +1731,7 @@ void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
     return;
   }
   switch (p.cb) {
+    case 1: Runner<T, 1>(a, p, ws).run(); break;
     case 4: Runner<T, 4>(a, p, ws).run(); break;
     case 8: Runner<T, 8>(a, p, ws).run(); break;
     default: Runner<T, 16>(a, p, ws).run(); break;

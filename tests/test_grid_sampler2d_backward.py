@@ -264,7 +264,10 @@ def test_documented_example():
 # parts, whose sums go through the 8- and 4-channel write-back groups.
 
 SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17), (1, 12, 8, 8, 64, 64),
-          (2, 5, 40, 36, 3, 5)]  # a small grid over a big input: bilinear and nearest on touched pixels only
+          (2, 5, 40, 36, 3, 5),  # a small grid over a big input: bilinear and nearest on touched pixels only
+          # one channel: one-lane blocks (the buffers are planes), fused, split into position
+          # parts, and on touched pixels only
+          (2, 1, 9, 11, 10, 8), (1, 1, 20, 18, 45, 50), (2, 1, 40, 36, 3, 5)]
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
@@ -284,7 +287,7 @@ def test_matches_formulas(isa, combo, dtype):
 def test_matches_torch(torch, combo, dtype):
     mode, pad, align = combo
     rng = np.random.default_rng(7 + hash(combo) % 1000)
-    for shape in [(2, 6, 9, 7, 8, 10), (1, 33, 5, 12, 7, 6), (2, 18, 30, 33, 4, 3)]:
+    for shape in [(2, 6, 9, 7, 8, 10), (1, 33, 5, 12, 7, 6), (2, 18, 30, 33, 4, 3), (3, 1, 12, 11, 9, 13)]:
         go, x, grid = make(rng, *shape, dtype, spread=2.5)
         ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
         _, _, ig_bound, gg_bound = reference(go, x, grid, mode, pad, align)
@@ -415,7 +418,8 @@ def test_large_channel_count_matches_torch(torch, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_strided_inputs(isa, layout, mode, dtype):
     rng = np.random.default_rng(14)
-    for shape in [(2, 6, 7, 8, 9, 5), (2, 6, 30, 32, 3, 4)]:  # the second on touched pixels only
+    for shape in [(2, 6, 7, 8, 9, 5), (2, 6, 30, 32, 3, 4),  # the second on touched pixels only
+                  (2, 1, 7, 8, 9, 5), (1, 1, 20, 18, 45, 50)]:  # one channel: fused, position parts
         go, x, grid = make(rng, *shape, dtype)
         views = [strided_view(rng, a, layout) for a in (go, x, grid)]
         ig, gg = ac.grid_sampler2d_backward(*views, mode, 1, False)
@@ -504,7 +508,8 @@ def test_empty(shape, mode):
 # Determinism: bitwise identical results for 1, 2 and 3 threads on every schedule.
 
 @pytest.mark.parametrize("shape", [(1, 70, 9, 11, 40, 50), (1, 3, 8, 8, 120, 110), (12, 5, 10, 9, 96, 100),
-                                   (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64), (8, 40, 64, 64, 5, 6)], ids=str)
+                                   (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64), (8, 40, 64, 64, 5, 6),
+                                   (1, 1, 24, 24, 60, 64), (5, 1, 16, 16, 40, 40)], ids=str)
 @pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype):

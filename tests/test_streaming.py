@@ -124,7 +124,8 @@ def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
 # GridSampler2D: fp32 inputGrad streams (16-bit never does, so those rows check that nothing
 # changes): fused channel blocks of 16, 8 and 4 lanes with partial last blocks, positions split
 # into parts (one block, many positions), planes that are not whole lines, and every mode.
-GS_SHAPES = [(2, 20, 9, 11, 7, 6), (1, 12, 8, 8, 64, 64), (3, 3, 5, 13, 4, 9), (2, 40, 16, 16, 16, 16)]
+GS_SHAPES = [(2, 20, 9, 11, 7, 6), (1, 12, 8, 8, 64, 64), (3, 3, 5, 13, 4, 9), (2, 40, 16, 16, 16, 16),
+             (3, 1, 30, 29, 20, 20), (1, 1, 40, 40, 64, 64)]  # one channel: planes, fused and in parts
 
 
 @pytest.mark.parametrize("shape", GS_SHAPES, ids=str)
