@@ -690,7 +690,7 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
   return bytes > multiple * aclnn_cpu::last_level_cache_bytes();
 }
 
-// Whether a 16-bit output written run by run (rows, planes: `run_bytes` each from `out`, their
+// Whether an output written run by run (rows, planes: `run_bytes` each from `out`, their
 // starts `start_step` bytes apart or multiples of it; back to back by default) should stream.
 // When its runs do not start on a line, each run's first and last lines get plain (partly
 // masked) stores beside the streamed ones, and for 16-bit data that measured
@@ -698,14 +698,18 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
 // rows, 2 threads, output 16 bytes past a line (where NumPy puts big arrays): bf16 4.95 ms
 // streamed, 3.68 ms plain (fp16 4.99 / 4.01); the same output on a line: 2.69 ms streamed.
 // 4 KiB rows: 2.79 streamed, 2.51 plain; GroupNorm's 8 KiB planes gain from streaming. fp32
-// outputs streamed no slower than plain even when misaligned (softmax fp32 1 KiB rows 3.63 /
-// 3.85 ms; columns 4 KiB 1.29 / 1.57 ms), so they always may.
+// (and fp64) runs pay off from 1 KiB: misaligned 1 KiB rows streamed 3.63 ms against 3.85 ms
+// plain, and rows of 1200-8188 bytes 0.69-0.93x the plain time, but shorter misaligned runs
+// lost, badly (2 threads, in-process A/B, out on a line): softmax rows of 1020 bytes 1.22x the
+// plain time, 788 bytes ([16, 12, 197, 197], ViT attention) 1.16-1.81x, 400 bytes 2.08x;
+// GroupNorm planes of 784 bytes (N64 C512 14x14) 1.44x and 400 bytes (N128 C256 10x10) 1.43x.
 constexpr uint64_t kLongRunBytes = 8192;
+constexpr uint64_t kLongRunBytes32 = 1024;
 template <class T>
 inline bool stream_runs_fit(const T* out, uint64_t run_bytes, uint64_t start_step = 0) {
-  if (sizeof(T) >= 4) return true;
   if (start_step == 0) start_step = run_bytes;
-  return run_bytes >= kLongRunBytes || (aligned_to<64>(out) && start_step % 64 == 0);
+  const uint64_t long_run = sizeof(T) >= 4 ? kLongRunBytes32 : kLongRunBytes;
+  return run_bytes >= long_run || (aligned_to<64>(out) && start_step % 64 == 0);
 }
 
 // ---------------------------------------------------------------------------------------------
