@@ -212,13 +212,19 @@ void column_tile(const T* g, const T* y, O* out, int64_t size, int64_t inner, in
   alignas(64) float acc[kMaxBlock];
   const int64_t full = width - width % kWidth;
   for (int64_t j = 0; j < width; ++j) acc[j] = 0.0f;
+  // The last width - full columns (the last inner % kWidth of the dim: j0 is a multiple of
+  // kWidth) sum in a register across the rows: a masked store of acc reloaded by the next row
+  // would miss store forwarding.
+  const int64_t tail = width - full;
+  VecF tail_acc = zero();
   for (int64_t d = 0; d < size; ++d) {
     const T* gd = g + d * inner;
     const T* yd = y + d * inner;
     int64_t j = 0;
     for (; j < full; j += kWidth) store(acc + j, fma(load(gd + j), load(yd + j), load(acc + j)));
-    for (; j < width; ++j) acc[j] += to_float(gd[j]) * to_float(yd[j]);
+    if (tail > 0) tail_acc = fma(load_partial(gd + full, tail), load_partial(yd + full, tail), tail_acc);
   }
+  if (tail > 0) store_partial(acc + full, tail_acc, tail);
   for (int64_t d = 0; d < size; ++d) {
     const T* gd = g + d * inner;
     const T* yd = y + d * inner;
