@@ -327,8 +327,6 @@ inline void fill_block_weights(W* dst, const float* weights, int64_t c0, int64_t
     std::fill(dst + (c - c0) * HxW, dst + (c - c0 + 1) * HxW, from_float<W>(weights[c]));
 }
 
-// Sum of n floats in a fixed grouping: in order when short, else four vector accumulators
-// from p, then the tail.
 // rows[0, W) repeated to fill rows[0, W * count), the copied span doubling each step: a copy
 // per row cost a call each, most of a task's time on narrow rows ([4096, 3]: 28 us a call).
 inline void repeat_rows(float* rows, int64_t W, int64_t count) {
@@ -352,6 +350,8 @@ inline void fold_rows(float* acc, int64_t W, int64_t count) {
   }
 }
 
+// Sum of n floats in a fixed grouping: in order when short, else four vector accumulators
+// from p, then the tail.
 inline float sum_floats(const float* p, int64_t n) {
   if (n < 2 * kWidth) {
     float sum = 0.0f;
