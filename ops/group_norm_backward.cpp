@@ -531,11 +531,6 @@ struct Kernel {
         if (use_x) store_partial(bs + i, d * (load_partial(x + off + i, len - i) - mv), len - i);
         store_partial(bb + i, d, len - i);
       }
-      if (H == 1) {  // one position per channel: the buffers are the sums
-        std::copy(bs, bs + len, dsn + c0);
-        std::copy(bb, bb + len, dbn + c0);
-        continue;
-      }
       for (int64_t c = c0; c < c1; ++c) {
         const float* ps = bs + (c - c0) * H;
         const float* pb = bb + (c - c0) * H;
@@ -556,16 +551,9 @@ struct Kernel {
     T* dx = dx0 + base;
     for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
       const int64_t c1 = std::min(cg1, c0 + per_block), len = (c1 - c0) * H, off = (c0 - cg0) * H;
-      if (H == 1) {
-        const VecF rv = set1(r);
-        int64_t k = 0;
-        for (; k + kWidth <= len; k += kWidth) store(bs + k, rv * load(gamma() + c0 + k));
-        for (; k < len; ++k) bs[k] = r * gamma()[c0 + k];
-      } else {
-        for (int64_t c = c0; c < c1; ++c) {
-          const float scale = r * gamma()[c];
-          for (int64_t h = 0; h < H; ++h) bs[(c - c0) * H + h] = scale;
-        }
+      for (int64_t c = c0; c < c1; ++c) {
+        const float scale = r * gamma()[c];
+        for (int64_t h = 0; h < H; ++h) bs[(c - c0) * H + h] = scale;
       }
       const auto value = [&](int64_t i, int64_t count) {
         if (count == kWidth) return fma(load(bs + i), load(dy + off + i), fma(c2v, load(x + off + i) - mv, c3v));
@@ -688,10 +676,13 @@ struct Kernel {
     }
   }
 
-  void spread_means(int64_t n) const {
-    float* lm = lanes(n);
-    for (int64_t g = 0; g < p.G; ++g) std::fill(lm + g * p.D, lm + (g + 1) * p.D, mean()[n * p.G + g]);
+  // out[c - c0] = per_group[c / D] for channels [c0, c1).
+  void spread_per_channel(const float* per_group, int64_t c0, int64_t c1, float* out) const {
+    for (int64_t g = c0 / p.D, c = c0; c < c1; ++g)
+      for (const int64_t cend = std::min(c1, (g + 1) * p.D); c < cend; ++c) out[c - c0] = per_group[g];
   }
+
+  void spread_means(int64_t n) const { spread_per_channel(mean() + n * p.G, 0, p.C, lanes(n)); }
 
   // Sample n's coefficients spread per channel (its ds/db complete).
   void spread_coefs(int64_t n) const {
@@ -827,9 +818,7 @@ struct Kernel {
           if (p.D < kWidth) {
             // Groups narrower than a vector: rstd spread per channel first, then whole vectors
             // (per channel the same operations as below, so the same values).
-            const float* rn = rstd() + n * p.G;
-            for (int64_t g = c0 / p.D, c = c0; c < c1; ++g)
-              for (const int64_t cend = std::min(c1, (g + 1) * p.D); c < cend; ++c) rc[c - c0] = rn[g];
+            spread_per_channel(rstd() + n * p.G, c0, c1, rc);
             int64_t c = c0;
             for (; c + kWidth <= c1; c += kWidth) {
               store(sg + (c - c0), load(sg + (c - c0)) + load(dsn + c) * load(rc + (c - c0)));

@@ -9,10 +9,10 @@ namespace aclnn_cpu {
 
 constexpr int kMaxDims = 8;
 
-// This header's functions are forced inline: ops objects are compiled once per ISA level, and an out-of-line
-// copy of a shared header's inline function is a weak symbol the linker may take from an
-// AVX-512 object for baseline code (setup.py rejects such objects; at -O1, as the sanitizer
-// build compiles, GCC left is_contiguous out of line).
+// This header's functions are forced inline: ops objects are compiled once per ISA level, and
+// an out-of-line copy of a shared header's inline function is a weak symbol the linker may take
+// from an AVX-512 object for baseline code (setup.py rejects such objects; at -O1, as the
+// sanitizer build compiles, GCC left is_contiguous out of line).
 #define ACLNN_VIEW_INLINE inline __attribute__((always_inline))
 
 // Values are those of the public aclDataType enum (acl/acl.h).
