@@ -3,15 +3,18 @@
 //
 // Layout of the work. Every output position (n, ho, wo) maps to the same source pixels for all
 // channels, so its coordinates, weights, corner indices and clip/reflect gradient multipliers
-// are computed once, in double, into per-position "records" (phase 1). Channels are then handled
-// in blocks of Cb (4, 8 or 16 lanes, chosen from C; a single channel takes one lane, so its
+// are computed in double into per-position "records" that every channel of a block reuses:
+// for a tile of positions just before the tile runs (bilinear with up to kTileRecordBlocks
+// blocks, and bicubic: once per block), or for a chunk of samples, once for all blocks (phase
+// 1; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or 16 lanes, chosen from C; a single channel takes one lane, so its
 // buffers are plain planes): a block's input planes are transposed into a channel-last fp32
 // buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
-// branches. gridGrad is a sum over channels: each block writes its per-position partial sums,
-// and phase 3 adds them in block order and applies the multipliers.
+// branches. gridGrad is a sum over channels: with one block it is written per tile; otherwise
+// each block writes its per-position partial sums, and phase 3 adds them in block order and
+// applies the multipliers.
 //
 // Determinism. Every floating-point sum has an order fixed by the shapes alone: inputGrad
 // pixels accumulate in position order (or, when positions are split into a shape-derived
@@ -58,6 +61,7 @@ constexpr int64_t kTargetTasks = 8;             // below this many channel block
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 constexpr int64_t kTaskGrainWork = 1 << 16;     // lane-positions worth a thread in phase 2
+constexpr int64_t kTileRecordBlocks = 8;       // most channel blocks computing bilinear records per tile
 constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 // Positions reaching this many times fewer pixels than the input has (taps * P + 1 <= H * W /
 // kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
@@ -1242,10 +1246,15 @@ struct Plan {
   int64_t slots = 1;     // scratch slots = most threads used in phase 2
   bool compact = false;  // phase 2 on the referenced pixels only (see kCompactRatio)
   int64_t taps = 0;      // compact: corners per position (4 bilinear, 1 nearest)
+  // One channel block (and not compact): each tile's records are computed in the slot just
+  // before the tile uses them, and its gridGrad is written right after (see Runner::run).
+  bool tile_records = false;
+  bool tile_grid_grad = false;  // with tile records and one block: gridGrad written per tile
   // Workspace layout (bytes from the aligned base).
   int64_t buf_floats = 0;   // one channel-last buffer: (H*W + 1) * cb
-  int64_t rec_array = 0;    // bytes of one record array (chunk * P entries, aligned)
-  int64_t rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
+  int64_t rec_array = 0;    // bytes of one record array (chunk * P entries, or kTile, aligned)
+  int64_t mult_array = 0;   // several blocks with tile records: bytes of the chunk's bilinear multipliers
+  int64_t mult_off = 0, rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
   int64_t total = 0;
 };
 
@@ -1313,11 +1322,6 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.nblocks = ceil_div(g.C, p.cb);
   p.buf_floats = (g.HW + 1) * p.cb;
   const int64_t buf_bytes = round_up(p.buf_floats * 4, kAlign);
-  const int64_t tile_bytes = round_up(kTile * p.cb * 4, kAlign);
-
-  // Samples per chunk: records and gridGrad partials of a chunk stay within a budget.
-  const int64_t per_sample = g.P * (4 * record_arrays(p.interp) + (p.need_gx ? 8 * p.nblocks : 0));
-  p.chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, kRecordBudget / std::max<int64_t>(per_sample, 1)));
 
   // Too few channel blocks to keep threads busy: split each block's positions into parts.
   const int64_t blocks_total = g.N * p.nblocks;
@@ -1327,19 +1331,8 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     if (p.need_ig) k = std::min(k, std::max<int64_t>(1, 2 * g.P / g.HW));  // reduction cost
     p.parts = std::max<int64_t>(1, k);
   }
-
-  const int64_t groups = p.chunk * p.nblocks;
-  p.rec_array = round_up(p.chunk * g.P * 4, kAlign);
-  int64_t off = 0;
-  p.rec_off = off;
-  off += p.rec_array * record_arrays(p.interp);
-  p.part_off = off;
-  if (p.need_gx) off += round_up(groups * g.P * 2 * 4, kAlign);
   const int64_t in_bytes = p.need_gx ? buf_bytes : 0;
   if (p.parts == 1) {
-    // Fused per-block tasks: each thread reuses one slot (input + inputGrad buffers + tile).
-    p.slot_bytes = in_bytes + (p.need_ig ? buf_bytes : 0) + tile_bytes;
-    p.slots = std::min<int64_t>({kMaxSlots, groups, std::max<int64_t>(1, kSlotBudget / p.slot_bytes)});
     // A small grid over a big input: the channel-last buffers would be filled, zeroed and
     // transposed for every pixel while few are touched (N2 C16 128x128 input, 8x8 grid: nearest
     // 152 us and bilinear 245 us, against torch's 75 and 99; compact 76 and 64 us, same run).
@@ -1350,6 +1343,47 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
                                   (p.need_gx + p.need_ig) * round_up(cs.buffer, kAlign);
     p.compact = p.interp != kBicubic && cs.rows * kCompactRatio <= g.HW &&
                 compact_bytes <= in_bytes + (p.need_ig ? buf_bytes : 0);
+  }
+  // Phase 1 computes the records of a chunk of samples once for all channel blocks: 40 bytes a
+  // position for bilinear, 96 for bicubic, which go out to L2/L3 and come back for every block.
+  // Computing each tile's records in the slot just before its tile runs (once per block) costs
+  // more arithmetic and no traffic; with one block gridGrad is then written per tile too, with
+  // no partials (phase 3). In-process A/B against the chunk records, 2 threads, bitwise the
+  // same results: one block, bilinear 0.73-0.88x the time (N4 C3 224x224 fp32 1.88 -> 1.29 ms,
+  // C1 0.77-0.83x), bicubic 0.42-0.51x; several blocks, bilinear at 2-4 blocks 0.80-0.90x, 6-8
+  // 0.92-1.00x, 16 1.03-1.10x, bicubic at 2-16 blocks 0.56-0.71x; nearest (one 4-byte record
+  // a position) 0.96-1.14x with one block, 1.19-1.24x with 16: it keeps phase 1.
+  p.tile_records = !p.compact && (p.interp == kBicubic || (p.interp == kBilinear && p.nblocks <= kTileRecordBlocks));
+  p.tile_grid_grad = p.tile_records && p.nblocks == 1;
+  const bool chunk_mults = p.tile_records && !p.tile_grid_grad && p.need_gx && p.interp == kBilinear;
+  const int64_t tile_bytes = round_up(kTile * p.cb * 4, kAlign) +
+                             (p.tile_records ? record_arrays(p.interp) * round_up(kTile * 4, kAlign) +
+                                                   (p.need_gx ? round_up(2 * kTile * 4, kAlign) : 0)
+                                             : 0);
+
+  // Samples per chunk: a chunk's records and gridGrad partials, and with tile records the
+  // inputGrad parts of its blocks, stay within a budget.
+  int64_t per_sample = 0;
+  if (!p.tile_records) per_sample += g.P * 4 * record_arrays(p.interp);
+  if (!p.tile_grid_grad && p.need_gx) per_sample += g.P * 8 * p.nblocks;
+  if (chunk_mults) per_sample += g.P * 8;
+  if (p.tile_records && p.parts > 1) per_sample += p.nblocks * (in_bytes + p.parts * buf_bytes);
+  p.chunk = per_sample == 0 ? g.N : std::max<int64_t>(1, std::min<int64_t>(g.N, kRecordBudget / per_sample));
+
+  const int64_t groups = p.chunk * p.nblocks;
+  int64_t off = 0;
+  p.rec_array = round_up((p.tile_records ? kTile : p.chunk * g.P) * 4, kAlign);
+  p.rec_off = off;
+  if (!p.tile_records) off += p.rec_array * record_arrays(p.interp);
+  p.part_off = off;
+  if (!p.tile_grid_grad && p.need_gx) off += round_up(groups * g.P * 2 * 4, kAlign);
+  p.mult_array = chunk_mults ? round_up(p.chunk * g.P * 4, kAlign) : 0;
+  p.mult_off = off;
+  off += 2 * p.mult_array;
+  if (p.parts == 1) {
+    // Fused per-block tasks: each thread reuses one slot (input + inputGrad buffers + tile).
+    p.slot_bytes = in_bytes + (p.need_ig ? buf_bytes : 0) + tile_bytes;
+    p.slots = std::min<int64_t>({kMaxSlots, groups, std::max<int64_t>(1, kSlotBudget / p.slot_bytes)});
   } else {
     // Every block of the chunk lives at once: its input and one inputGrad buffer per part.
     p.group_bytes = in_bytes + (p.need_ig ? p.parts * buf_bytes : 0);
@@ -1406,6 +1440,30 @@ void fill_zero(const TensorView& v) {
       }
 }
 
+// Record arrays of `array_bytes` each, laid out from `mem` in the order Records lists them.
+Records lay_out_records(char* mem, int64_t interp, int64_t array_bytes) {
+  Records r;
+  auto next_i32 = [&]() { int32_t* a = reinterpret_cast<int32_t*>(mem); mem += array_bytes; return a; };
+  auto next_f32 = [&]() { float* a = reinterpret_cast<float*>(mem); mem += array_bytes; return a; };
+  if (interp == kBilinear) {
+    for (int k = 0; k < 4; ++k) r.corner[k] = next_i32();
+    for (int k = 0; k < 4; ++k) r.frac[k] = next_f32();
+    for (int k = 0; k < 2; ++k) r.mult[k] = next_f32();
+  } else if (interp == kNearest) {
+    r.corner[0] = next_i32();
+  } else {
+    for (int k = 0; k < 4; ++k) {
+      r.tap_col[k] = next_i32();
+      r.tap_row[k] = next_i32();
+      r.cx[k] = next_f32();
+      r.cy[k] = next_f32();
+      r.ncxg[k] = next_f32();
+      r.ncyg[k] = next_f32();
+    }
+  }
+  return r;
+}
+
 template <class T, int Cb>
 class Runner {
  public:
@@ -1415,26 +1473,12 @@ class Runner {
     grid_plane_ = make_plane(g_.Ho, g_.Wo, a.grid.strides[1], a.grid.strides[2]);
     if (p.need_ig) ig_plane_ = make_plane(g_.H, g_.W, a.inputGrad.strides[2], a.inputGrad.strides[3]);
     if (p.need_gg) gg_plane_ = make_plane(g_.Ho, g_.Wo, a.gridGrad.strides[1], a.gridGrad.strides[2]);
-    char* rec = ws + p.rec_off;
-    auto next_i32 = [&]() { int32_t* r = reinterpret_cast<int32_t*>(rec); rec += p.rec_array; return r; };
-    auto next_f32 = [&]() { float* r = reinterpret_cast<float*>(rec); rec += p.rec_array; return r; };
-    if (p.interp == kBilinear) {
-      for (int k = 0; k < 4; ++k) rec_.corner[k] = next_i32();
-      for (int k = 0; k < 4; ++k) rec_.frac[k] = next_f32();
-      for (int k = 0; k < 2; ++k) rec_.mult[k] = next_f32();
-    } else if (p.interp == kNearest) {
-      rec_.corner[0] = next_i32();
-    } else {
-      for (int k = 0; k < 4; ++k) {
-        rec_.tap_col[k] = next_i32();
-        rec_.tap_row[k] = next_i32();
-        rec_.cx[k] = next_f32();
-        rec_.cy[k] = next_f32();
-        rec_.ncxg[k] = next_f32();
-        rec_.ncyg[k] = next_f32();
-      }
+    if (!p.tile_records) rec_ = lay_out_records(ws + p.rec_off, p.interp, p.rec_array);
+    if (!p.tile_grid_grad) partials_ = reinterpret_cast<float*>(ws + p.part_off);
+    if (p.mult_array > 0) {  // phase 3 reads them where it reads the chunk records' multipliers
+      rec_.mult[0] = reinterpret_cast<float*>(ws + p.mult_off);
+      rec_.mult[1] = reinterpret_cast<float*>(ws + p.mult_off + p.mult_array);
     }
-    partials_ = reinterpret_cast<float*>(ws + p.part_off);
     record_fn_ = pick_record_fn(p.interp, p.pad, p.align);
     tile_fn_ = pick_tile_fn<Cb>(p.interp, p.need_ig, p.need_gx);
   }
@@ -1442,52 +1486,52 @@ class Runner {
   void run() {
     for (int64_t n0 = 0; n0 < g_.N; n0 += p_.chunk) {
       const int64_t nc = std::min(p_.chunk, g_.N - n0);
-      compute_chunk_records(n0, nc);
+      if (!p_.tile_records) compute_chunk_records(n0, nc);
       if (p_.parts == 1) {
         run_fused(n0, nc);
       } else {
         run_split(n0, nc);
       }
-      if (p_.need_gx) write_grid_grad(n0, nc);
+      if (p_.need_gx && !p_.tile_grid_grad) write_grid_grad(n0, nc);
     }
   }
 
  private:
   // Phase 1: records of every position of samples [n0, n0 + nc).
   void compute_chunk_records(int64_t n0, int64_t nc) {
-    const T* grid = tensor_ptr<T>(a_.grid);
-    const int64_t sn = a_.grid.strides[0], sk = a_.grid.strides[3];
-    const bool contiguous = grid_plane_.flat && grid_plane_.scol == 2 && sk == 1;
     run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
       alignas(64) double gx[kTile], gy[kTile];
-      alignas(64) float pairs[2 * kTile];
       for (int64_t i = begin; i < end;) {
         const int64_t n = i / g_.P, p = i % g_.P;
         const int64_t len = std::min({kTile, end - i, g_.P - p});
-        const T* base = grid + (n0 + n) * sn;
-        if (contiguous) {  // (x, y) pairs side by side
-          simd::convert_to_float(base + 2 * p, pairs, 2 * len);
-          for (int64_t q = 0; q < len; ++q) {
-            gx[q] = double(pairs[2 * q]);
-            gy[q] = double(pairs[2 * q + 1]);
-          }
-        } else {
-          T raw[2 * kTile];
-          for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
-            raw[2 * q] = base[off];
-            raw[2 * q + 1] = base[off + sk];
-          });
-          simd::convert_to_float(raw, pairs, 2 * len);
-          for (int64_t q = 0; q < len; ++q) {
-            gx[q] = double(pairs[2 * q]);
-            gy[q] = double(pairs[2 * q + 1]);
-          }
-        }
-        for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
+        load_grid(n0 + n, p, len, gx, gy);
         record_fn_(g_, gx, gy, i, len, rec_);
         i += len;
       }
     });
+  }
+
+  // gx, gy = the grid values of positions [p, p + len) of sample n, len <= kTile, in double and
+  // padded with zeros to a multiple of kLanes.
+  void load_grid(int64_t n, int64_t p, int64_t len, double* gx, double* gy) const {
+    const T* base = tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0];
+    const int64_t sk = a_.grid.strides[3];
+    alignas(64) float pairs[2 * kTile];
+    if (grid_plane_.flat && grid_plane_.scol == 2 && sk == 1) {  // (x, y) pairs side by side
+      simd::convert_to_float(base + 2 * p, pairs, 2 * len);
+    } else {
+      T raw[2 * kTile];
+      for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
+        raw[2 * q] = base[off];
+        raw[2 * q + 1] = base[off + sk];
+      });
+      simd::convert_to_float(raw, pairs, 2 * len);
+    }
+    for (int64_t q = 0; q < len; ++q) {
+      gx[q] = double(pairs[2 * q]);
+      gy[q] = double(pairs[2 * q + 1]);
+    }
+    for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
   }
 
   float* slot_mem(int64_t slot) const { return reinterpret_cast<float*>(ws_ + p_.slot_off + slot * p_.slot_bytes); }
@@ -1519,19 +1563,45 @@ class Runner {
 
   // Phase 2 inner loop: positions [p0, p1) of block b of sample n (chunk-local index nl).
   // `rec` and `first` (the record of the sample's position 0) default to the chunk's records;
-  // run_compact passes its sample's records with corners remapped to compact rows.
+  // run_compact passes its sample's records with corners remapped to compact rows. `tile` is
+  // the slot's scratch: the gradOutput tile, then with tile records the tile's records and
+  // gridGrad sums.
   void run_positions(int64_t n0, int64_t nl, int64_t b, int64_t p0, int64_t p1, const float* in, float* ig,
                      float* tile, const Records* rec = nullptr, int64_t first = -1) const {
-    if (rec == nullptr) rec = &rec_, first = nl * g_.P;
     const int64_t n = n0 + nl, c0 = b * Cb;
+    Records own;
+    float* part = nullptr;
+    if (p_.tile_records) {
+      char* scratch = reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign);
+      own = lay_out_records(scratch, p_.interp, p_.rec_array);
+      rec = &own;
+      first = 0;
+      if (p_.tile_grid_grad && p_.need_gx)
+        part = reinterpret_cast<float*>(scratch + record_arrays(p_.interp) * p_.rec_array);
+    } else if (rec == nullptr) {
+      rec = &rec_, first = nl * g_.P;
+    }
+    if (!p_.tile_grid_grad && p_.need_gx) part = partials_ + (nl * p_.nblocks + b) * g_.P * 2;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     const T* go = tensor_ptr<T>(a_.gradOutput) + n * a_.gradOutput.strides[0] + c0 * a_.gradOutput.strides[1];
-    float* part = p_.need_gx ? partials_ + (nl * p_.nblocks + b) * g_.P * 2 : nullptr;
     for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
       const int64_t len = std::min(kTile, p1 - t0);
+      if (p_.tile_records) {
+        alignas(64) double gx[kTile], gy[kTile];
+        load_grid(n, t0, len, gx, gy);
+        record_fn_(g_, gx, gy, 0, len, own);
+        if (b == 0 && p_.mult_array > 0)
+          for (int k = 0; k < 2; ++k) std::memcpy(rec_.mult[k] + nl * g_.P + t0, own.mult[k], size_t(len) * 4);
+      }
       load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
-      TileArgs t{rec, first + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
-      tile_fn_(t);
+      if (p_.tile_grid_grad) {
+        TileArgs t{rec, 0, len, tile, in, ig, part, g_.HW * Cb};
+        tile_fn_(t);
+        if (part) store_grid_grad(n, t0, len, part, own, 0);
+      } else {
+        TileArgs t{rec, p_.tile_records ? 0 : first + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
+        tile_fn_(t);
+      }
     }
   }
 
@@ -1669,10 +1739,6 @@ class Runner {
 
   // Phase 3: gridGrad = (block partials added in block order) * multiplier.
   void write_grid_grad(int64_t n0, int64_t nc) {
-    T* gg = static_cast<T*>(a_.gridGrad.data);
-    const int64_t sn = a_.gridGrad.strides[0], sk = a_.gridGrad.strides[3];
-    const bool contiguous = gg_plane_.flat && gg_plane_.scol == 2 && sk == 1;
-    const float scale_x = float(g_.ax.scale), scale_y = float(g_.ay.scale);
     const int64_t block_stride = g_.P * 2;
     run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
       alignas(64) float out[2 * kTile];
@@ -1683,32 +1749,40 @@ class Runner {
         for (int64_t k = 0; k < 2 * len; ++k) out[k] = part[k];
         for (int64_t b = 1; b < p_.nblocks; ++b)
           for (int64_t k = 0; k < 2 * len; ++k) out[k] += part[b * block_stride + k];
-        if (p_.interp == kBilinear) {
-          const float *mx = rec_.mult[0] + i, *my = rec_.mult[1] + i;
-          for (int64_t q = 0; q < len; ++q) {
-            out[2 * q] *= mx[q];
-            out[2 * q + 1] *= my[q];
-          }
-        } else {
-          for (int64_t q = 0; q < len; ++q) {
-            out[2 * q] *= scale_x;
-            out[2 * q + 1] *= scale_y;
-          }
-        }
-        T* base = gg + (n0 + nl) * sn;
-        if (contiguous) {
-          simd::convert_from_float(out, base + 2 * p, 2 * len);
-        } else {
-          T narrow[2 * kTile];
-          simd::convert_from_float(out, narrow, 2 * len);
-          for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
-            base[off] = narrow[2 * q];
-            base[off + sk] = narrow[2 * q + 1];
-          });
-        }
+        store_grid_grad(n0 + nl, p, len, out, rec_, i);
         i += len;
       }
     });
+  }
+
+  // gridGrad of positions [p, p + len) of sample n from their sums over the channels `out`
+  // (x, y side by side; scaled in place); bilinear multipliers from record i of `rec` on.
+  void store_grid_grad(int64_t n, int64_t p, int64_t len, float* out, const Records& rec, int64_t i) const {
+    if (p_.interp == kBilinear) {
+      const float *mx = rec.mult[0] + i, *my = rec.mult[1] + i;
+      for (int64_t q = 0; q < len; ++q) {
+        out[2 * q] *= mx[q];
+        out[2 * q + 1] *= my[q];
+      }
+    } else {
+      const float scale_x = float(g_.ax.scale), scale_y = float(g_.ay.scale);
+      for (int64_t q = 0; q < len; ++q) {
+        out[2 * q] *= scale_x;
+        out[2 * q + 1] *= scale_y;
+      }
+    }
+    T* base = static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0];
+    const int64_t sk = a_.gridGrad.strides[3];
+    if (gg_plane_.flat && gg_plane_.scol == 2 && sk == 1) {
+      simd::convert_from_float(out, base + 2 * p, 2 * len);
+    } else {
+      T narrow[2 * kTile];
+      simd::convert_from_float(out, narrow, 2 * len);
+      for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
+        base[off] = narrow[2 * q];
+        base[off + sk] = narrow[2 * q + 1];
+      });
+    }
   }
 
   const GridSampler2DBackwardArgs& a_;

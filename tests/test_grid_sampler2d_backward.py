@@ -260,14 +260,17 @@ def test_documented_example():
 # --------------------------------------------------------------------------------------------
 # Numbers against the float64 formulas: every mode x padding x align x dtype x ISA level, with
 # grids beyond [-1, 1], a 1x1 input, and channel counts for each block width (4, 8, 16 lanes,
-# partial last blocks). The last shape splits its one 16-lane block (12 channels) into position
-# parts, whose sums go through the 8- and 4-channel write-back groups.
+# partial last blocks). (1, 12, 8, 8, 64, 64) splits its one 16-lane block (12 channels) into
+# position parts, whose sums go through the 8- and 4-channel write-back groups.
 
 SHAPES = [(2, 5, 7, 9, 6, 11), (1, 21, 8, 6, 9, 7), (3, 1, 1, 1, 4, 5), (1, 3, 2, 13, 1, 17), (1, 12, 8, 8, 64, 64),
           (2, 5, 40, 36, 3, 5),  # a small grid over a big input: bilinear and nearest on touched pixels only
           # one channel: one-lane blocks (the buffers are planes), fused, split into position
           # parts, and on touched pixels only
-          (2, 1, 9, 11, 10, 8), (1, 1, 20, 18, 45, 50), (2, 1, 40, 36, 3, 5)]
+          (2, 1, 9, 11, 10, 8), (1, 1, 20, 18, 45, 50), (2, 1, 40, 36, 3, 5),
+          # bilinear records per tile with 3 blocks split into position parts, and per chunk
+          # of samples (phase 1) with 9 blocks
+          (1, 20, 6, 7, 64, 64), (1, 140, 6, 5, 7, 8)]
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
@@ -509,7 +512,8 @@ def test_empty(shape, mode):
 
 @pytest.mark.parametrize("shape", [(1, 70, 9, 11, 40, 50), (1, 3, 8, 8, 120, 110), (12, 5, 10, 9, 96, 100),
                                    (4, 21, 13, 7, 33, 35), (1, 12, 8, 8, 64, 64), (8, 40, 64, 64, 5, 6),
-                                   (1, 1, 24, 24, 60, 64), (5, 1, 16, 16, 40, 40)], ids=str)
+                                   (1, 1, 24, 24, 60, 64), (5, 1, 16, 16, 40, 40), (1, 20, 6, 7, 64, 64),
+                                   (2, 140, 6, 5, 7, 8)], ids=str)
 @pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype):
