@@ -60,7 +60,8 @@ constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may t
 constexpr int64_t kTargetTasks = 8;             // below this many channel blocks, split positions
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
-constexpr int64_t kTaskGrainWork = 1 << 16;     // lane-positions worth a thread in phase 2
+// Phase 2 work worth a second thread: about 20 us on one thread, in units of task_cost().
+constexpr int64_t kTaskGrainWork = 1 << 16;
 constexpr int64_t kTileRecordBlocks = 8;       // most channel blocks computing bilinear records per tile
 constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 // Positions reaching this many times fewer pixels than the input has (taps * P + 1 <= H * W /
@@ -1605,12 +1606,22 @@ class Runner {
     }
   }
 
+  // Cost of `positions` positions of one block on one thread, in units of about 0.3 ns: per
+  // position (8 + Cb) units times 1 (nearest), 3 (bilinear) or 12 (bicubic). Measured (N16 32x32
+  // warp, fp32, ns per position for Cb 1 / 4 / 8 / 16): nearest 2.8 / 3.7 / 5.4 / 10.4,
+  // bilinear 7.7 / 10 / 12 / 26, bicubic 35 / 31 / 50 / 70. (Counting lane-positions, as
+  // before, kept a 0.6 ms one-channel bicubic call on one thread.)
+  int64_t task_cost(int64_t positions) const {
+    const int64_t weight = p_.interp == kNearest ? 1 : p_.interp == kBilinear ? 3 : 12;
+    return positions * (8 + Cb) * weight;
+  }
+
   // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
     // (A compact task also zeroes its channels' whole inputGrad planes: a memset of 16 values
     // counted as one position.)
-    const int64_t task_work = (g_.P + (p_.compact ? g_.HW / 16 : 0)) * Cb;
+    const int64_t task_work = task_cost(g_.P + (p_.compact ? g_.HW / 16 : 0));
     const bool worth_threads = nc * p_.nblocks * task_work >= kTaskGrainWork;
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks;
