@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 
 import pytest
 
@@ -136,3 +137,53 @@ def test_a_missed_overhead_target_is_listed():
     assert [t["pass"] for t in overhead[0]["targets"]] == [True, False]
     assert bench.missed_overhead(overhead) == ["grid_sampler per-call overhead, two-phase: 1.20x torch's > 1"]
     assert bench._overhead_cells(overhead[0]) == ["4.00 (0.80x)", "-", "6.00 (1.20x)", "5.00"]
+
+
+# --------------------------------------------------------------------------------------------
+# Jobs whose torch call can crash its process (GridSampler fp16/bf16 in torch 2.13) run in a
+# child process; a child that dies is retried, and after the last attempt the row is timed
+# here without torch and says why.
+
+def test_crash_prone_jobs_run_in_a_child_process(tmp_path, capsys):
+    pytest.importorskip("torch")
+    code, report, captured = _run(tmp_path, capsys, "--no-overhead", "--ops", "grid_sampler",
+                                  "--dtypes", "fp32,bf16")
+    assert code == 0, captured.out + captured.err
+    fp32, bf16 = report["results"]
+    assert "isolated" not in fp32  # only the crash-prone dtype leaves the process
+    assert bf16["isolated"] == {"attempts": 1, "failures": []}
+    assert bf16["dtype"] == "bfloat16" and bf16["case"] == "tiny" and bf16["threads"] == 2
+    assert bf16["ours_ms"] > 0 and bf16["torch_ms"] > 0 and bf16["speedup"] > 0
+    assert bf16["per_element_vs_fp32"] > 0 and len(bf16["torch_samples_ms"]) == 2
+    assert report["settings"]["isolate"] == "auto"
+
+
+def test_a_child_that_keeps_crashing_leaves_a_row_without_torch(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("torch")
+    commands = []
+
+    def crashing_child(*args):
+        commands.append(args)
+        return [sys.executable, "-c", "import os, sys; print('boom', file=sys.stderr); os.abort()"]
+
+    monkeypatch.setattr(bench, "child_command", crashing_child)
+    code, report, captured = _run(tmp_path, capsys, "--no-overhead", "--ops", "grid_sampler",
+                                  "--dtypes", "fp16")
+    assert code == 0, captured.out + captured.err
+    (row,) = report["results"]
+    assert len(commands) == bench.ISOLATION_ATTEMPTS
+    assert row["isolated"]["attempts"] == bench.ISOLATION_ATTEMPTS
+    assert row["isolated"]["failures"] == ["exit -6: boom"] * bench.ISOLATION_ATTEMPTS
+    assert row["torch_ms"] is None and row["speedup"] is None
+    assert row["torch_error"].startswith("torch's call crashed its process 3 times (exit -6: boom")
+    assert row["ours_ms"] > 0 and row["copy_ms"] > 0
+
+
+def test_isolation_can_be_turned_off(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.setattr(bench, "child_command", lambda *a: pytest.fail("no child expected"))
+    code, report, captured = _run(tmp_path, capsys, "--no-overhead", "--ops", "grid_sampler",
+                                  "--dtypes", "fp16", "--isolate", "never")
+    assert code == 0, captured.out + captured.err
+    (row,) = report["results"]
+    assert "isolated" not in row and row["torch_ms"] > 0
