@@ -440,7 +440,8 @@ def test_zero_strides_in_inputs():
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("mode,shape", [(2, (2, 5, 6, 7, 8, 9)), (0, (2, 5, 30, 31, 3, 4))], ids=str)
+@pytest.mark.parametrize("mode,shape", [(2, (2, 5, 6, 7, 8, 9)), (0, (2, 5, 30, 31, 3, 4)),
+                                        (1, (2, 3, 9, 8, 40, 30))], ids=str)
 def test_out_views(layout, dtype, mode, shape):
     rng = np.random.default_rng(16)
     go, x, grid = make(rng, *shape, dtype)
