@@ -958,7 +958,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                "per element <= fp32's.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
     parser.add_argument("--suite", choices=("full", "quick", "smoke"), default=None,
-                        help="full (default, ~75 s on a quiet 2-core machine), quick (~30 s), "
+                        help="full (default, ~2 min on a quiet 2-core machine), quick (~40 s), "
                              "or smoke (tiny shapes, for tests)")
     parser.add_argument("--ops", help="comma list: prelu, group_norm, softmax, grid_sampler")
     parser.add_argument("--dtypes", help="comma list: float32, float16, bfloat16 (or fp32, fp16, bf16)")
