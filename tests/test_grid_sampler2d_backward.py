@@ -404,6 +404,47 @@ def test_schedules(shape, mode):
     check(ig, gg, reference(go, x, grid, mode, 2, True), np.float32, str(shape))
 
 
+# Positions split into parts zero and sum only the input rows each part can reach. A workspace
+# full of NaN bytes shows any row read without being zeroed. The "alternating" grid sends parts
+# 0 and 2 to the top rows and parts 1 and 3 to the bottom ones, so the parts reaching a row are
+# not consecutive until the windows are closed over runs.
+
+def _band_grid(rng, rows, cols, bands):
+    """A near-identity x and, per band of rows, y drawn from that band's [low, high]."""
+    ax = (2.0 * np.arange(cols) + 1.0) / cols - 1.0
+    grid = np.empty((1, rows, cols, 2))
+    grid[..., 0] = ax[None, None, :] + rng.normal(0, 0.02, (1, rows, cols))
+    per = rows // len(bands)
+    for i, (low, high) in enumerate(bands):
+        grid[0, i * per:(i + 1) * per, :, 1] = rng.uniform(low, high, (per, cols))
+    return grid
+
+
+@pytest.mark.parametrize("grid_kind", ["warp", "alternating", "reversed", "beyond"])
+@pytest.mark.parametrize("mode,pad,align", [(0, 0, False), (1, 1, True), (2, 0, False), (0, 1, False)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_split_parts_touch_only_their_rows(grid_kind, mode, pad, align, dtype):
+    rng = np.random.default_rng(23)
+    N, C, H, W, Ho, Wo = 1, 3, 16, 16, 64, 64  # 4 parts of 16 grid rows each
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    if grid_kind == "warp":
+        grid = _band_grid(rng, Ho, Wo, [(-1.0, -0.5), (-0.5, 0.0), (0.0, 0.5), (0.5, 1.0)])
+    elif grid_kind == "alternating":
+        grid = _band_grid(rng, Ho, Wo, [(-1.0, -0.6), (0.6, 1.0), (-1.0, -0.6), (0.6, 1.0)])
+    elif grid_kind == "reversed":
+        grid = _band_grid(rng, Ho, Wo, [(0.5, 1.0), (0.0, 0.5), (-0.5, 0.0), (-1.0, -0.5)])
+    else:  # parts above and below the image, one of them entirely
+        grid = _band_grid(rng, Ho, Wo, [(-3.0, -1.5), (-1.2, -0.2), (0.2, 1.2), (1.5, 3.0)])
+    grid = grid.astype(dtype)
+    ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
+    ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, pad, align, (True, True), ig, gg)
+    ac.aclnnGridSampler2DBackward(np.full(ws, 0xFF, np.uint8), ws, ex)  # NaN in every float
+    check(ig, gg, reference(go, x, grid, mode, pad, align), dtype, grid_kind)
+    ig2, gg2 = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+    assert ig2.tobytes() == ig.tobytes() and gg2.tobytes() == gg.tobytes()
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_large_channel_count_matches_torch(torch, dtype):
     rng = np.random.default_rng(13)
