@@ -1469,6 +1469,17 @@ inline void y_range(const float* xy, int64_t count, float* lo, float* hi, bool* 
   }
 }
 
+// Ascending insertion sort of a handful of values. (Not std::sort: its out-of-line helpers are
+// shared weak symbols, which one ISA level's object must not define; see setup.py.)
+inline void sort_few(int64_t* v, int64_t n) {
+  for (int64_t i = 1; i < n; ++i) {
+    const int64_t x = v[i];
+    int64_t j = i;
+    for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
 // Pixel rows [lo, hi) of the input.
 struct RowWindow {
   int64_t lo = 0, hi = 0;
@@ -1873,7 +1884,7 @@ class Runner {
       for (int64_t k = 0; k < K; ++k)
         for (const int64_t edge : {w[k].lo * g_.W, w[k].hi * g_.W})
           if (edge > q0 && edge < q1) cuts[ncuts++] = edge;
-      std::sort(cuts, cuts + ncuts);
+      sort_few(cuts, ncuts);
       for (int64_t c = 0; c + 1 < ncuts; ++c) {
         const int64_t a = cuts[c], e = cuts[c + 1];
         if (a == e) continue;
