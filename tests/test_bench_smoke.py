@@ -142,10 +142,10 @@ def test_a_missed_overhead_target_is_listed():
 # --------------------------------------------------------------------------------------------
 # Jobs whose torch call can crash its process (GridSampler fp16/bf16 in torch 2.13) run in a
 # child process; a child that dies is retried, and after the last attempt the row is timed
-# here without torch and says why.
+# here without torch and says why. Isolation applies only with torch present: the `torch`
+# fixture skips these without it, or fails them under ACLNN_CPU_REQUIRE_TORCH=1.
 
-def test_crash_prone_jobs_run_in_a_child_process(tmp_path, capsys):
-    pytest.importorskip("torch")
+def test_crash_prone_jobs_run_in_a_child_process(tmp_path, capsys, torch):
     code, report, captured = _run(tmp_path, capsys, "--no-overhead", "--ops", "grid_sampler",
                                   "--dtypes", "fp32,bf16")
     assert code == 0, captured.out + captured.err
@@ -158,8 +158,7 @@ def test_crash_prone_jobs_run_in_a_child_process(tmp_path, capsys):
     assert report["settings"]["isolate"] == "auto"
 
 
-def test_a_child_that_keeps_crashing_leaves_a_row_without_torch(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("torch")
+def test_a_child_that_keeps_crashing_leaves_a_row_without_torch(tmp_path, capsys, monkeypatch, torch):
     commands = []
 
     def crashing_child(*args):
@@ -179,8 +178,7 @@ def test_a_child_that_keeps_crashing_leaves_a_row_without_torch(tmp_path, capsys
     assert row["ours_ms"] > 0 and row["copy_ms"] > 0
 
 
-def test_isolation_can_be_turned_off(tmp_path, capsys, monkeypatch):
-    pytest.importorskip("torch")
+def test_isolation_can_be_turned_off(tmp_path, capsys, monkeypatch, torch):
     monkeypatch.setattr(bench, "child_command", lambda *a: pytest.fail("no child expected"))
     code, report, captured = _run(tmp_path, capsys, "--no-overhead", "--ops", "grid_sampler",
                                   "--dtypes", "fp16", "--isolate", "never")
