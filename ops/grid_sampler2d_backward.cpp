@@ -6,7 +6,8 @@
 // are computed in double into per-position "records" that every channel of a block reuses:
 // for a tile of positions just before the tile runs (bilinear with up to kTileRecordBlocks
 // blocks, and bicubic: once per block), or for a chunk of samples, once for all blocks (phase
-// 1; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or 16 lanes, chosen from C; a single channel takes one lane, so its
+// 1; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or
+// 16 lanes, chosen from C; a single channel takes one lane, so its
 // buffers are plain planes): a block's input planes are transposed into a channel-last fp32
 // buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
@@ -1247,8 +1248,8 @@ struct Plan {
   int64_t slots = 1;     // scratch slots = most threads used in phase 2
   bool compact = false;  // phase 2 on the referenced pixels only (see kCompactRatio)
   int64_t taps = 0;      // compact: corners per position (4 bilinear, 1 nearest)
-  // One channel block (and not compact): each tile's records are computed in the slot just
-  // before the tile uses them, and its gridGrad is written right after (see Runner::run).
+  // Each tile's records computed in the thread's slot just before the tile uses them (bilinear
+  // with up to kTileRecordBlocks blocks, bicubic; not compact) rather than in phase 1.
   bool tile_records = false;
   bool tile_grid_grad = false;  // with tile records and one block: gridGrad written per tile
   // Workspace layout (bytes from the aligned base).
@@ -1637,12 +1638,11 @@ class Runner {
                      float* tile, const Records* rec = nullptr, int64_t first = -1) const {
     const int64_t n = n0 + nl, c0 = b * Cb;
     Records own;
-    float* part = nullptr;
+    float* part = nullptr;  // gridGrad sums: the tile's own (tile_grid_grad), else the chunk's
     if (p_.tile_records) {
       char* scratch = reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign);
       own = lay_out_records(scratch, p_.interp, p_.rec_array);
       rec = &own;
-      first = 0;
       if (p_.tile_grid_grad && p_.need_gx)
         part = reinterpret_cast<float*>(scratch + record_arrays(p_.interp) * p_.rec_array);
     } else if (rec == nullptr) {
@@ -1661,14 +1661,11 @@ class Runner {
           for (int k = 0; k < 2; ++k) std::memcpy(rec_.mult[k] + nl * g_.P + t0, own.mult[k], size_t(len) * 4);
       }
       load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
-      if (p_.tile_grid_grad) {
-        TileArgs t{rec, 0, len, tile, in, ig, part, g_.HW * Cb};
-        tile_fn_(t);
-        if (part) store_grid_grad(n, t0, len, part, own, 0);
-      } else {
-        TileArgs t{rec, p_.tile_records ? 0 : first + t0, len, tile, in, ig, part ? part + 2 * t0 : nullptr, g_.HW * Cb};
-        tile_fn_(t);
-      }
+      const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
+      float* tile_part = part == nullptr || p_.tile_grid_grad ? part : part + 2 * t0;
+      const TileArgs t{rec, i0, len, tile, in, ig, tile_part, g_.HW * Cb};
+      tile_fn_(t);
+      if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
     }
   }
 
@@ -1767,16 +1764,9 @@ class Runner {
     float* tile = slot + (p_.need_gx ? buf_stride() : 0) + (p_.need_ig ? buf_stride() : 0);
     run_positions(n0, nl, b, 0, P, in, ig, tile, &local, 0);
     if (!p_.need_ig) return;
+    store_zero_input_grad(n, b, 0, HW);
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
     const int64_t schan = a_.inputGrad.strides[1];
-    for (int c = 0; c < cvalid; ++c) {
-      T* plane = base + c * schan;
-      if (ig_plane_.flat && ig_plane_.scol == 1) {
-        std::memset(static_cast<void*>(plane), 0, size_t(HW) * sizeof(T));  // +0.0: all-zero bits
-      } else {
-        for_each_offset(ig_plane_, 0, HW, [&](int64_t, int64_t off) { plane[off] = T{}; });
-      }
-    }
     for (int64_t s = 0; s < slots; ++s) {
       const int64_t pixel = pixel_of[s];
       if (pixel == HW) continue;  // the sink
