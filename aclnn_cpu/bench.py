@@ -1000,8 +1000,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 class BackgroundCpu:
     """CPU time other processes used while the suite ran (machine busy time from /proc/stat
-    minus this process's own and its isolated jobs'), as a fraction of the machine's capacity over that time. With 2
-    cores, another busy process stalls every OpenMP barrier: this says whether that happened."""
+    minus this process's own and its isolated jobs'), as a fraction of the machine's capacity
+    over that time. With 2 cores, another busy process stalls every OpenMP barrier: this says
+    whether that happened."""
 
     def __init__(self):
         self.start = self._snapshot()
@@ -1014,7 +1015,8 @@ class BackgroundCpu:
         ticks = [int(v) for v in fields[1:]]
         idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
         own = os.times()  # this process and its waited-for children (the isolated jobs)
-        return time.perf_counter(), sum(ticks) - idle, own.user + own.system + own.children_user + own.children_system
+        return (time.perf_counter(), sum(ticks) - idle,
+                own.user + own.system + own.children_user + own.children_system)
 
     def fraction(self) -> Optional[float]:
         end = self._snapshot()
