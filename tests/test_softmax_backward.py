@@ -114,6 +114,46 @@ def test_kernel_paths(isa, shape, dim, dtype):
     check(g, y, dim, ac.softmax_backward(g, y, dim))
 
 
+# Rows of 32 to 128 elements run in registers with AVX-512 (one load and conversion per element,
+# the dot product in dot_row's order); every length, so that each count of two-pair blocks,
+# single vectors and partial tails is met. A row whose inputs are views with unit stride in the
+# row (a slice of wider rows) takes the strided path, which keeps dot_row + write_row: the two
+# must agree bit for bit, for every out dtype (float64 out keeps the register path for fp32,
+# a float32 out of 16-bit inputs does not).
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_register_rows_every_length(isa, dtype):
+    rng = np.random.default_rng(13)
+    for n in range(32, 131):
+        g, y = inputs(rng, (5, n), dtype)
+        wide_g, wide_y = np.zeros((5, n + 3), dtype), np.zeros((5, n + 3), dtype)
+        wide_g[:, 1:n + 1], wide_y[:, 1:n + 1] = g, y
+        g_view, y_view = wide_g[:, 1:n + 1], wide_y[:, 1:n + 1]
+        assert not g_view.flags.c_contiguous
+        for out_dtype in OUT_DTYPES:
+            out = ac.softmax_backward(g, y, -1, out_dtype=out_dtype)
+            check(g, y, -1, out)
+            from_strided = ac.softmax_backward(g_view, y_view, -1, out_dtype=out_dtype)
+            assert from_strided.tobytes() == out.tobytes(), (n, out_dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BFLOAT16], ids=str)
+def test_register_rows_streaming(threads, dtype):
+    # Rows of 128 elements over more than the 32 MiB last-level cache, out on a line: streaming
+    # stores from registers. The same rows computed alone (a small call, plain stores) must
+    # give the same bits, and 1 and 2 threads too.
+    rng = np.random.default_rng(14)
+    rows = 70000 if dtype == np.float32 else 60000
+    g, y = inputs(rng, (rows, 128), dtype)
+    out = ac.empty_aligned((rows, 128), dtype)
+    threads(2)
+    ac.softmax_backward(g, y, -1, out=out)
+    picked = [0, 1, 777, rows // 2, rows - 1]
+    check(g[picked], y[picked], -1, out[picked])
+    assert ac.softmax_backward(g[picked], y[picked], -1).tobytes() == out[picked].tobytes()
+    threads(1)
+    assert ac.softmax_backward(g, y, -1).tobytes() == out.tobytes()
+
+
 @pytest.mark.parametrize("shape", [(0,), (0, 3), (3, 0), (2, 0, 4), (0, 0)], ids=str)
 def test_empty(shape):
     g, y = inputs(np.random.default_rng(0), shape, np.float32)
