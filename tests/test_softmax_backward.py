@@ -115,15 +115,16 @@ def test_kernel_paths(isa, shape, dim, dtype):
 
 
 # Rows of 32 to 128 elements run in registers with AVX-512 (one load and conversion per element,
-# the dot product in dot_row's order); every length, so that each count of two-pair blocks,
-# single vectors and partial tails is met. A row whose inputs are views with unit stride in the
+# the dot product in dot_row's order), rows of up to 256 keep their first 128 there; every
+# length to 260, so that each count of two-pair blocks, single vectors and partial tails is met
+# on both sides of each boundary. A row whose inputs are views with unit stride in the
 # row (a slice of wider rows) takes the strided path, which keeps dot_row + write_row: the two
 # must agree bit for bit, for every out dtype (float64 out keeps the register path for fp32,
 # a float32 out of 16-bit inputs does not).
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_register_rows_every_length(isa, dtype):
     rng = np.random.default_rng(13)
-    for n in range(32, 131):
+    for n in range(32, 261):
         g, y = inputs(rng, (5, n), dtype)
         wide_g, wide_y = np.zeros((5, n + 3), dtype), np.zeros((5, n + 3), dtype)
         wide_g[:, 1:n + 1], wide_y[:, 1:n + 1] = g, y
