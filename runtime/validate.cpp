@@ -227,16 +227,27 @@ bool has_internal_overlap(const aclTensor* t) {
   // Dims that matter (size > 1), sorted by |stride|: the view is free of aliasing when every
   // stride exceeds the farthest offset the smaller dims reach (sufficient, and exact for every
   // layout a reshape/transpose/slice of a dense tensor produces).
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
+  // (|stride|, size) pairs on the stack for the usual ranks: a heap vector was a malloc and a
+  // free per output on every call, a few percent of a tiny call.
+  using Dim = std::pair<int64_t, int64_t>;
+  constexpr std::size_t kInlineDims = 16;
+  Dim inline_dims[kInlineDims];
+  std::vector<Dim> heap_dims;
+  Dim* dims = inline_dims;
+  if (t->view_dims.size() > kInlineDims) {
+    heap_dims.resize(t->view_dims.size());
+    dims = heap_dims.data();
+  }
+  std::size_t m = 0;
   for (std::size_t i = 0; i < t->view_dims.size(); ++i) {
     if (t->view_dims[i] == 0) return false;  // empty: nothing is written
-    if (t->view_dims[i] > 1) dims.emplace_back(abs_or_max(t->strides[i]), t->view_dims[i]);
+    if (t->view_dims[i] > 1) dims[m++] = Dim(abs_or_max(t->strides[i]), t->view_dims[i]);
   }
-  std::sort(dims.begin(), dims.end());
+  std::sort(dims, dims + m);
   __int128 reach = 0;
-  for (const auto& d : dims) {
-    if (d.first == 0 || static_cast<__int128>(d.first) <= reach) return true;
-    reach += static_cast<__int128>(d.first) * (d.second - 1);
+  for (std::size_t k = 0; k < m; ++k) {
+    if (dims[k].first == 0 || static_cast<__int128>(dims[k].first) <= reach) return true;
+    reach += static_cast<__int128>(dims[k].first) * (dims[k].second - 1);
   }
   return false;
 }
