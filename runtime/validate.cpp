@@ -84,7 +84,7 @@ int64_t dim(const aclTensor* t, int64_t i) {
 
 DType dtype(const aclTensor* t) { return t->dtype; }
 
-Shape shape(const aclTensor* t) { return t->view_dims; }
+const Shape& shape(const aclTensor* t) { return t->view_dims; }
 
 bool mask(const aclBoolArray* flags, int64_t i) {
   return i >= 0 && bool_array_at(flags, static_cast<uint64_t>(i));

@@ -30,7 +30,7 @@ int64_t numel(const aclTensor* t);
 // (a rule read a dim before a rank rule fixed the rank): throws std::logic_error (-> 561000).
 int64_t dim(const aclTensor* t, int64_t i);
 DType dtype(const aclTensor* t);
-Shape shape(const aclTensor* t);
+const Shape& shape(const aclTensor* t);  // the tensor's own dims: no copy
 // Flag i of a bool array; false when the array is null or too short (null-safe on purpose: masks
 // are read before the array's own checks run).
 bool mask(const aclBoolArray* flags, int64_t i);
