@@ -2,9 +2,10 @@
 //
 // The tensor is viewed as [outer, size, inner] around the softmax dim. Three paths:
 //   * rows (contiguous, inner == 1): each row is summed then written while it is still in
-//     cache (rows of up to 128 elements, with AVX-512, in registers); rows longer than
-//     kRowChunk are summed in fixed chunks whose fp32 partials go through the workspace, so
-//     long rows are parallel too and the result never depends on the thread count;
+//     cache (with AVX-512 in registers: whole rows of up to 128 elements, the first 128 of
+//     rows up to 256); rows longer than kRowChunk are summed in fixed chunks whose fp32
+//     partials go through the workspace, so long rows are parallel too and the result never
+//     depends on the thread count;
 //   * columns (contiguous, inner > 1): vectorised across inner, blocked over inner so one
 //     block's [size x width] tile is summed and then rewritten from cache; each column's sum
 //     runs over the dim in order, so blocking cannot change a result;
