@@ -1607,22 +1607,31 @@ class Runner {
     });
   }
 
+  // The (x, y) grid values of positions [p, p + len) of sample n, len <= kTile, as fp32 pairs:
+  // read in place when the grid is fp32 with its pairs side by side, else converted (and
+  // gathered) into `scratch` (2 * kTile floats).
+  const float* grid_pairs(int64_t n, int64_t p, int64_t len, float* scratch) const {
+    const T* base = tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0];
+    const int64_t sk = a_.grid.strides[3];
+    if (grid_plane_.flat && grid_plane_.scol == 2 && sk == 1) {  // (x, y) pairs side by side
+      if constexpr (std::is_same<T, float>::value) return base + 2 * p;
+      simd::convert_to_float(base + 2 * p, scratch, 2 * len);
+      return scratch;
+    }
+    T raw[2 * kTile];
+    for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
+      raw[2 * q] = base[off];
+      raw[2 * q + 1] = base[off + sk];
+    });
+    simd::convert_to_float(raw, scratch, 2 * len);
+    return scratch;
+  }
+
   // gx, gy = the grid values of positions [p, p + len) of sample n, len <= kTile, in double and
   // padded with zeros to a multiple of kLanes.
   void load_grid(int64_t n, int64_t p, int64_t len, double* gx, double* gy) const {
-    const T* base = tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0];
-    const int64_t sk = a_.grid.strides[3];
-    alignas(64) float pairs[2 * kTile];
-    if (grid_plane_.flat && grid_plane_.scol == 2 && sk == 1) {  // (x, y) pairs side by side
-      simd::convert_to_float(base + 2 * p, pairs, 2 * len);
-    } else {
-      T raw[2 * kTile];
-      for_each_offset(grid_plane_, p, len, [&](int64_t q, int64_t off) {
-        raw[2 * q] = base[off];
-        raw[2 * q + 1] = base[off + sk];
-      });
-      simd::convert_to_float(raw, pairs, 2 * len);
-    }
+    alignas(64) float scratch[2 * kTile];
+    const float* pairs = grid_pairs(n, p, len, scratch);
     int64_t q = 0;
 #if ACLNN_ISA_LEVEL == 2
     // 8 (x, y) pairs at a time: widened to double, then split into x and y (GCC left the
@@ -1826,23 +1835,10 @@ class Runner {
     if (p_.pad == kReflection) return all;
     float lo = INFINITY, hi = -INFINITY;
     bool nan = false;
-    const T* base = tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0];
-    alignas(64) float pairs[2 * kTile];
+    alignas(64) float scratch[2 * kTile];
     for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
       const int64_t len = std::min(kTile, p1 - t0);
-      const float* xy = pairs;
-      if (grid_plane_.flat && grid_plane_.scol == 2 && a_.grid.strides[3] == 1) {  // pairs side by side
-        if constexpr (std::is_same<T, float>::value) {
-          xy = base + 2 * t0;
-        } else {
-          simd::convert_to_float(base + 2 * t0, pairs, 2 * len);
-        }
-      } else {
-        alignas(64) double gx[kTile], gy[kTile];
-        load_grid(n, t0, len, gx, gy);
-        for (int64_t q = 0; q < len; ++q) pairs[2 * q] = pairs[2 * q + 1] = float(gy[q]);
-      }
-      y_range(xy, len, &lo, &hi, &nan);
+      y_range(grid_pairs(n, t0, len, scratch), len, &lo, &hi, &nan);
     }
     if (nan || !(lo <= hi)) return all;
     const Axis& a = g_.ay;
