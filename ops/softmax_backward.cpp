@@ -143,6 +143,14 @@ ACLNN_ALWAYS_INLINE void load_quads(const T* g, const T* y, Pair* gp, Pair* yp, 
   }
 }
 
+// The outputs of what load_quads loaded: y * (g - s), pair by pair.
+template <int Quads, bool kStream, class O>
+ACLNN_ALWAYS_INLINE void store_quads(O* out, const Pair* gp, const Pair* yp, VecF s) {
+#pragma GCC unroll 4
+  for (int k = 0; k < 2 * Quads; ++k)
+    store_or_stream_pair<kStream>(out + k * 2 * kWidth, Pair{yp[k].a * (gp[k].a - s), yp[k].b * (gp[k].b - s)});
+}
+
 template <int Quads, bool kStream, class T, class O>
 ACLNN_ALWAYS_INLINE void register_row(const T* g, const T* y, O* out, int64_t n) {
   Pair gp[2 * Quads + 1], yp[2 * Quads + 1];
@@ -166,9 +174,7 @@ ACLNN_ALWAYS_INLINE void register_row(const T* g, const T* y, O* out, int64_t n)
     a1 = fma(gt, yt, a1);
   }
   const VecF s = set1(reduce_add((a0 + a1) + (a2 + a3)));
-#pragma GCC unroll 4
-  for (int k = 0; k < 2 * Quads; ++k)
-    store_or_stream_pair<kStream>(out + k * 2 * kWidth, Pair{yp[k].a * (gp[k].a - s), yp[k].b * (gp[k].b - s)});
+  store_quads<Quads, kStream>(out, gp, yp, s);
 #pragma GCC unroll 3
   for (int k = 0; k < 3; ++k)
     if (k < singles) store_or_stream<kStream>(out + i0 + k * kWidth, ys[k] * (gs[k] - s));
@@ -192,10 +198,7 @@ void head_register_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n)
     load_quads<2>(g, y, gp, yp, a0, a1, a2, a3);
     dot_accumulate(g, y, kHead, n, a0, a1, a2, a3);
     const float sum = reduce_add((a0 + a1) + (a2 + a3));
-    const VecF s = set1(sum);
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k)
-      store_or_stream_pair<kStream>(out + k * 2 * kWidth, Pair{yp[k].a * (gp[k].a - s), yp[k].b * (gp[k].b - s)});
+    store_quads<2, kStream>(out, gp, yp, set1(sum));
     write_row<kStream>(g + kHead, y + kHead, out + kHead, n - kHead, sum);
   }
 }
