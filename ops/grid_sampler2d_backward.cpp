@@ -533,6 +533,43 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
   d = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);
 }
 
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+// 4 channels x 16 positions, fp32, on AVX-512: rows[c] = 16 positions of channel c <->
+// pos[k] = positions 4k..4k+3, 4 channels each. 24 operations per 64 values where four 4 x 4
+// blocks take 64 (16 loads, 32 shuffles, 16 stores). For 4-lane blocks (C = 3, 4), in-process
+// A/B, N4 C3 224x224: one thread nearest 0.94-0.96x the time, bilinear 0.97-1.00x; 2 threads
+// 0.95-0.97x; the same results.
+ACLNN_ALWAYS_INLINE void rows4_to_positions16(__m512 x[4]) {
+  const __m512 t0 = _mm512_unpacklo_ps(x[0], x[1]), t1 = _mm512_unpackhi_ps(x[0], x[1]);
+  const __m512 t2 = _mm512_unpacklo_ps(x[2], x[3]), t3 = _mm512_unpackhi_ps(x[2], x[3]);
+  // u[k]: in 128-bit lane j, position 4j + k (channels 0..3)
+  const __m512 u0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+  const __m512 u1 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+  const __m512 u2 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+  const __m512 u3 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+  const __m512 v0 = _mm512_shuffle_f32x4(u0, u1, 0x44), v1 = _mm512_shuffle_f32x4(u0, u1, 0xEE);
+  const __m512 v2 = _mm512_shuffle_f32x4(u2, u3, 0x44), v3 = _mm512_shuffle_f32x4(u2, u3, 0xEE);
+  x[0] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+  x[1] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+  x[2] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+  x[3] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+}
+// The inverse: x[k] = positions 4k..4k+3 (4 channels each) -> x[c] = channel c of the 16.
+ACLNN_ALWAYS_INLINE void positions16_to_rows4(__m512 x[4]) {
+  const __m512 w0 = _mm512_shuffle_f32x4(x[0], x[1], 0x88), w1 = _mm512_shuffle_f32x4(x[0], x[1], 0xDD);
+  const __m512 w2 = _mm512_shuffle_f32x4(x[2], x[3], 0x88), w3 = _mm512_shuffle_f32x4(x[2], x[3], 0xDD);
+  // In 128-bit lane j: a = position 4j, b = 4j + 1, c = 4j + 2, d = 4j + 3.
+  const __m512 a = _mm512_shuffle_f32x4(w0, w2, 0x88), c = _mm512_shuffle_f32x4(w0, w2, 0xDD);
+  const __m512 b = _mm512_shuffle_f32x4(w1, w3, 0x88), d = _mm512_shuffle_f32x4(w1, w3, 0xDD);
+  const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(a, b)), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
+  const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(c, d)), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(c, d));
+  x[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+  x[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+  x[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+  x[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+}
+#endif
+
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
 // 8-channel transposes. 16-bit storage (fp16, bf16) moves through them as raw 16-bit values,
 // in blocks of 8 channels x 16 positions: one 256-bit shuffle moves 16 values where a 4 x 4
@@ -665,7 +702,18 @@ void rows_to_lane_blocks(const T* const* rows, int64_t len, float* dst) {
   const int64_t len4 = len & ~int64_t(3);
   for (int c = 0; c < Cb; c += 4) {
     const T *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
-    for (int64_t q = 0; q < len4; q += 4) {
+    int64_t q = 0;
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+    if constexpr (Cb == 4 && std::is_same<T, float>::value) {
+      for (; q + 16 <= len4; q += 16) {
+        __m512 x[4] = {_mm512_loadu_ps(r0 + q), _mm512_loadu_ps(r1 + q), _mm512_loadu_ps(r2 + q),
+                       _mm512_loadu_ps(r3 + q)};
+        rows4_to_positions16(x);
+        for (int k = 0; k < 4; ++k) _mm512_storeu_ps(dst + (q + 4 * k) * Cb, x[k]);
+      }
+    }
+#endif
+    for (; q < len4; q += 4) {
       F4 a = load4_as_float(r0 + q), b = load4_as_float(r1 + q);
       F4 x = load4_as_float(r2 + q), y = load4_as_float(r3 + q);
       transpose4(a, b, x, y);
@@ -719,6 +767,21 @@ void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, 
       for (int j = 0; j < 4; ++j) store16_from_float(r[j] + q, v[j], v[4 + j], v[8 + j], v[12 + j]);
     }
   }
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+  if constexpr (Cb == 4 && std::is_same<T, float>::value) {
+    for (; q + 16 <= q1; q += 16) {
+      __m512 x[4];  // c is 0: a 4-lane block is one group
+      for (int k = 0; k < 4; ++k) {
+        const float* at = src + (q + 4 * k) * Cb + c;
+        x[k] = _mm512_loadu_ps(at);
+        if (Parts)  // in part order, as lanes4
+          for (int64_t p = 1; p < parts; ++p) x[k] = _mm512_add_ps(x[k], _mm512_loadu_ps(at + p * part_stride));
+      }
+      positions16_to_rows4(x);
+      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(r[j] + q, x[j]);
+    }
+  }
+#endif
   for (; q + 4 <= q1; q += 4) {
     F4 a = lanes4<Cb, Parts>(src, parts, part_stride, c, q);
     F4 b = lanes4<Cb, Parts>(src, parts, part_stride, c, q + 1);
