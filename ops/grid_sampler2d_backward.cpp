@@ -534,11 +534,12 @@ inline void transpose4(F4& a, F4& b, F4& c, F4& d) {
 }
 
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-// 4 channels x 16 positions, fp32, on AVX-512: rows[c] = 16 positions of channel c <->
+// 4 channels x 16 positions (as fp32) on AVX-512: rows[c] = 16 positions of channel c <->
 // pos[k] = positions 4k..4k+3, 4 channels each. 24 operations per 64 values where four 4 x 4
-// blocks take 64 (16 loads, 32 shuffles, 16 stores). For 4-lane blocks (C = 3, 4), in-process
-// A/B, N4 C3 224x224: one thread nearest 0.94-0.96x the time, bilinear 0.97-1.00x; 2 threads
-// 0.95-0.97x; the same results.
+// blocks take 64 (16 loads, 32 shuffles, 16 stores); 16-bit rows convert 16 values at a time.
+// For 4-lane blocks (C = 2-4), in-process A/B, N4 C3 224x224, bitwise the same results: fp32
+// one thread nearest 0.94-0.96x the time, bilinear 0.97-1.00x, 2 threads 0.95-0.97x; fp16 and
+// bf16 (against 4 x 4 blocks converting 16 at a time) 0.85-1.02x, mostly 0.95-0.97x.
 ACLNN_ALWAYS_INLINE void rows4_to_positions16(__m512 x[4]) {
   const __m512 t0 = _mm512_unpacklo_ps(x[0], x[1]), t1 = _mm512_unpackhi_ps(x[0], x[1]);
   const __m512 t2 = _mm512_unpacklo_ps(x[2], x[3]), t3 = _mm512_unpackhi_ps(x[2], x[3]);
@@ -704,10 +705,10 @@ void rows_to_lane_blocks(const T* const* rows, int64_t len, float* dst) {
     const T *r0 = rows[c], *r1 = rows[c + 1], *r2 = rows[c + 2], *r3 = rows[c + 3];
     int64_t q = 0;
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-    if constexpr (Cb == 4 && std::is_same<T, float>::value) {
+    if constexpr (Cb == 4) {
       for (; q + 16 <= len4; q += 16) {
-        __m512 x[4] = {_mm512_loadu_ps(r0 + q), _mm512_loadu_ps(r1 + q), _mm512_loadu_ps(r2 + q),
-                       _mm512_loadu_ps(r3 + q)};
+        __m512 x[4] = {(__m512)simd::load(r0 + q), (__m512)simd::load(r1 + q), (__m512)simd::load(r2 + q),
+                       (__m512)simd::load(r3 + q)};
         rows4_to_positions16(x);
         for (int k = 0; k < 4; ++k) _mm512_storeu_ps(dst + (q + 4 * k) * Cb, x[k]);
       }
@@ -757,6 +758,21 @@ template <class T, int Cb, bool Parts>
 void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
                    T* const* r) {
   int64_t q = q0;
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+  if constexpr (Cb == 4) {
+    for (; q + 16 <= q1; q += 16) {
+      __m512 x[4];  // c is 0: a 4-lane block is one group
+      for (int k = 0; k < 4; ++k) {
+        const float* at = src + (q + 4 * k) * Cb + c;
+        x[k] = _mm512_loadu_ps(at);
+        if (Parts)  // in part order, as lanes4
+          for (int64_t p = 1; p < parts; ++p) x[k] = _mm512_add_ps(x[k], _mm512_loadu_ps(at + p * part_stride));
+      }
+      positions16_to_rows4(x);
+      for (int j = 0; j < 4; ++j) simd::store(r[j] + q, (simd::VecF)x[j]);
+    }
+  }
+#endif
   if constexpr (!std::is_same<T, float>::value) {
     // 16 positions at a time, each row narrowed with full-width conversions (4-lane narrowing
     // costs several times more per value).
@@ -767,21 +783,6 @@ void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, 
       for (int j = 0; j < 4; ++j) store16_from_float(r[j] + q, v[j], v[4 + j], v[8 + j], v[12 + j]);
     }
   }
-#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-  if constexpr (Cb == 4 && std::is_same<T, float>::value) {
-    for (; q + 16 <= q1; q += 16) {
-      __m512 x[4];  // c is 0: a 4-lane block is one group
-      for (int k = 0; k < 4; ++k) {
-        const float* at = src + (q + 4 * k) * Cb + c;
-        x[k] = _mm512_loadu_ps(at);
-        if (Parts)  // in part order, as lanes4
-          for (int64_t p = 1; p < parts; ++p) x[k] = _mm512_add_ps(x[k], _mm512_loadu_ps(at + p * part_stride));
-      }
-      positions16_to_rows4(x);
-      for (int j = 0; j < 4; ++j) _mm512_storeu_ps(r[j] + q, x[j]);
-    }
-  }
-#endif
   for (; q + 4 <= q1; q += 4) {
     F4 a = lanes4<Cb, Parts>(src, parts, part_stride, c, q);
     F4 b = lanes4<Cb, Parts>(src, parts, part_stride, c, q + 1);
