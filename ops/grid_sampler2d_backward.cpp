@@ -59,7 +59,14 @@ constexpr int64_t kTileRecordBytes = (kTile * 4 + kAlign - 1) / kAlign * kAlign;
 constexpr int64_t kRecordBudget = 8 << 20;      // bytes of records + partials per sample chunk
 constexpr int64_t kMaxSlots = 32;               // most threads that get a scratch slot
 constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may take together
-constexpr int64_t kTargetTasks = 8;             // below this many channel blocks, split positions
+// Below this many (sample, channel block) pairs, each one's positions are split into parts
+// (Runner::run_split): parts give idle threads work but cost their buffers' zeroing, bounding
+// and reduction. 8 split 4-7 pairs too; 4, in-process A/B at 2 threads over two runs (bitwise
+// different but fixed by the shape, as before): N4 C3 224x224 0.82-0.88x the time in all three
+// modes, N4 C8 128x128 0.92x, N6 C3 bicubic 0.89x, N5 C1 nearest 0.90x, N5 and N7 C3 bilinear
+// 0.94-1.08x, N4 C16 64x64 and N2 C32 1.00-1.05x. Under the memory contention of the slow mode
+// (docs/performance.md) the split runs were hit hardest (0.44-0.53x the time without them).
+constexpr int64_t kTargetTasks = 4;
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 // Phase 2 work worth a second thread: about 20 us on one thread, in units of task_cost().
