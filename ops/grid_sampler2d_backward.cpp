@@ -338,9 +338,23 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
     } else if (Interp == kNearest) {
       const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
       const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
+#if ACLNN_ISA_LEVEL == 2
+      // The same index with the lane mask kept in a mask register: GCC widened the comparison
+      // mask to a vector and narrowed it back for each select. Outside lanes convert whatever
+      // they hold (the instructions' defined results) and are replaced by the sink. One
+      // thread, in-process A/B: one-channel nearest 0.89-0.97x the time.
+      const __m512d zx = (__m512d)x, zy = (__m512d)y, zero = _mm512_setzero_pd();
+      const __mmask8 inside =
+          _mm512_cmp_pd_mask(zx, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zx, _mm512_set1_pd(Wd), _CMP_LT_OQ) &
+          _mm512_cmp_pd_mask(zy, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zy, _mm512_set1_pd(Hd), _CMP_LT_OQ);
+      const __m256i index = _mm256_add_epi32(_mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W)),
+                                             _mm512_cvttpd_epi32(zx));
+      store_n(r.corner[0] + i, (I8)_mm256_mask_blend_epi32(inside, (__m256i)sink, index), cnt);
+#else
       const M8 valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
       const I8 ix = to_i8(vsel(valid, x, D8{})), iy = to_i8(vsel(valid, y, D8{}));
       store_n(r.corner[0] + i, vsel(valid, iy * W + ix, sink), cnt);
+#endif
     } else {
       const D8 x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
       const D8 x0 = vfloor(x), y0 = vfloor(y);
