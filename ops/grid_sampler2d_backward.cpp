@@ -321,6 +321,26 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       const D8 x0 = vfloor(x), y0 = vfloor(y);
       const D8 w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
       // Corner validity, decided in floating point (NaN and huge values are simply outside).
+#if ACLNN_ISA_LEVEL == 2
+      // As in the nearest branch below, the masks stay in mask registers (one thread,
+      // in-process A/B: one- and three-channel bilinear 0.95-0.98x the time, 256 channels
+      // 1.00x). A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H), so its
+      // index converts exactly; the others take the sink.
+      const __m512d zx = (__m512d)x0, zy = (__m512d)y0;
+      const auto ge = [](__m512d v, double b) { return _mm512_cmp_pd_mask(v, _mm512_set1_pd(b), _CMP_GE_OQ); };
+      const auto lt = [](__m512d v, double b) { return _mm512_cmp_pd_mask(v, _mm512_set1_pd(b), _CMP_LT_OQ); };
+      const __mmask8 kw = ge(zx, 0.0) & lt(zx, Wd), ke = ge(zx, -1.0) & lt(zx, Wd - 1);
+      const __mmask8 kn = ge(zy, 0.0) & lt(zy, Hd), ks = ge(zy, -1.0) & lt(zy, Hd - 1);
+      const __m256i base = _mm256_add_epi32(_mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W)),
+                                            _mm512_cvttpd_epi32(zx));
+      const auto corner = [&](__mmask8 k, int32_t offset) {
+        return (I8)_mm256_mask_blend_epi32(k, (__m256i)sink, _mm256_add_epi32(base, _mm256_set1_epi32(offset)));
+      };
+      store_n(r.corner[0] + i, corner(kw & kn, 0), cnt);
+      store_n(r.corner[1] + i, corner(ke & kn, 1), cnt);
+      store_n(r.corner[2] + i, corner(kw & ks, W), cnt);
+      store_n(r.corner[3] + i, corner(ke & ks, W + 1), cnt);
+#else
       const M8 vw = (x0 >= 0.0) & (x0 < Wd), ve = (x0 >= -1.0) & (x0 < Wd - 1);
       const M8 vn = (y0 >= 0.0) & (y0 < Hd), vs = (y0 >= -1.0) & (y0 < Hd - 1);
       const I8 ix = to_i8(vsel(vw | ve, x0, D8{})), iy = to_i8(vsel(vn | vs, y0, D8{}));
@@ -329,6 +349,7 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       store_n(r.corner[1] + i, vsel(ve & vn, base + 1, sink), cnt);
       store_n(r.corner[2] + i, vsel(vw & vs, base + W, sink), cnt);
       store_n(r.corner[3] + i, vsel(ve & vs, base + (W + 1), sink), cnt);
+#endif
       store_n(r.frac[0] + i, to_f8(w), cnt);
       store_n(r.frac[1] + i, to_f8(e), cnt);
       store_n(r.frac[2] + i, to_f8(n), cnt);
