@@ -388,9 +388,22 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
         const D8 xx = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
         const D8 yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
         // Mapped taps are integral; zeros padding checks the range (the others are inside).
+#if ACLNN_ISA_LEVEL == 2
+        // Masks in mask registers, as in the bilinear branch above (one thread, in-process
+        // A/B: bicubic C1 and C3 0.96-0.98x the time).
+        const __m512d zx = (__m512d)xx, zy = (__m512d)yy, zero = _mm512_setzero_pd();
+        const __mmask8 kx = _mm512_cmp_pd_mask(zx, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zx, _mm512_set1_pd(Wd), _CMP_LT_OQ);
+        const __mmask8 ky = _mm512_cmp_pd_mask(zy, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zy, _mm512_set1_pd(Hd), _CMP_LT_OQ);
+        const __m256i none = _mm256_set1_epi32(-1);
+        store_n(r.tap_col[k] + i, (I8)_mm256_mask_blend_epi32(kx, none, _mm512_cvttpd_epi32(zx)), cnt);
+        store_n(r.tap_row[k] + i,
+                (I8)_mm256_mask_blend_epi32(ky, none, _mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W))),
+                cnt);
+#else
         const M8 vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
         store_n(r.tap_col[k] + i, vsel(vx, to_i8(vsel(vx, xx, D8{})), I8{} - 1), cnt);
         store_n(r.tap_row[k] + i, vsel(vy, to_i8(vsel(vy, yy, D8{})) * W, I8{} - 1), cnt);
+#endif
         store_n(r.cx[k] + i, to_f8(wx[k]), cnt);
         store_n(r.cy[k] + i, to_f8(wy[k]), cnt);
         store_n(r.ncxg[k] + i, to_f8(-sx[k]), cnt);
