@@ -150,6 +150,25 @@ ACLNN_ALWAYS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8
 // Lanes must hold integers in int32 range (callers select a safe value first).
 ACLNN_ALWAYS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
 
+#if ACLNN_ISA_LEVEL == 2
+// Index arithmetic with lane masks in mask registers: written with vector extensions, GCC
+// widened each comparison mask to a vector and narrowed it back for every select. The records
+// then took 0.89-0.97x the time to compute per call for one-channel nearest, 0.95-0.98x for
+// one- and three-channel bilinear and bicubic (one thread, in-process A/B), bitwise the same.
+// Lanes of v in [lo, hi); NaN is outside.
+ACLNN_ALWAYS_INLINE __mmask8 in_range(const D8& v, double lo, double hi) {
+  return _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(lo), _CMP_GE_OQ) &
+         _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(hi), _CMP_LT_OQ);
+}
+// v as int32, exact for the lanes a mask keeps (the others hold the conversion's defined
+// out-of-range value and are replaced).
+ACLNN_ALWAYS_INLINE __m256i to_i32(const D8& v) { return _mm512_cvttpd_epi32((__m512d)v); }
+ACLNN_ALWAYS_INLINE __m256i times(__m256i v, int32_t k) { return _mm256_mullo_epi32(v, _mm256_set1_epi32(k)); }
+ACLNN_ALWAYS_INLINE I8 keep(__mmask8 k, __m256i v, const I8& otherwise) {
+  return (I8)_mm256_mask_blend_epi32(k, (__m256i)otherwise, v);
+}
+#endif
+
 ACLNN_ALWAYS_INLINE D8 load8(const double* p) {
   D8 v;
   std::memcpy(&v, p, sizeof v);
@@ -322,19 +341,13 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       const D8 w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
       // Corner validity, decided in floating point (NaN and huge values are simply outside).
 #if ACLNN_ISA_LEVEL == 2
-      // As in the nearest branch below, the masks stay in mask registers (one thread,
-      // in-process A/B: one- and three-channel bilinear 0.95-0.98x the time, 256 channels
-      // 1.00x). A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H), so its
-      // index converts exactly; the others take the sink.
-      const __m512d zx = (__m512d)x0, zy = (__m512d)y0;
-      const auto ge = [](__m512d v, double b) { return _mm512_cmp_pd_mask(v, _mm512_set1_pd(b), _CMP_GE_OQ); };
-      const auto lt = [](__m512d v, double b) { return _mm512_cmp_pd_mask(v, _mm512_set1_pd(b), _CMP_LT_OQ); };
-      const __mmask8 kw = ge(zx, 0.0) & lt(zx, Wd), ke = ge(zx, -1.0) & lt(zx, Wd - 1);
-      const __mmask8 kn = ge(zy, 0.0) & lt(zy, Hd), ks = ge(zy, -1.0) & lt(zy, Hd - 1);
-      const __m256i base = _mm256_add_epi32(_mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W)),
-                                            _mm512_cvttpd_epi32(zx));
+      // A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H): its base converts
+      // exactly. The others take the sink.
+      const __mmask8 kw = in_range(x0, 0.0, Wd), ke = in_range(x0, -1.0, Wd - 1);
+      const __mmask8 kn = in_range(y0, 0.0, Hd), ks = in_range(y0, -1.0, Hd - 1);
+      const __m256i base = _mm256_add_epi32(times(to_i32(y0), W), to_i32(x0));
       const auto corner = [&](__mmask8 k, int32_t offset) {
-        return (I8)_mm256_mask_blend_epi32(k, (__m256i)sink, _mm256_add_epi32(base, _mm256_set1_epi32(offset)));
+        return keep(k, _mm256_add_epi32(base, _mm256_set1_epi32(offset)), sink);
       };
       store_n(r.corner[0] + i, corner(kw & kn, 0), cnt);
       store_n(r.corner[1] + i, corner(ke & kn, 1), cnt);
@@ -360,17 +373,8 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
       const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
 #if ACLNN_ISA_LEVEL == 2
-      // The same index with the lane mask kept in a mask register: GCC widened the comparison
-      // mask to a vector and narrowed it back for each select. Outside lanes convert whatever
-      // they hold (the instructions' defined results) and are replaced by the sink. One
-      // thread, in-process A/B: one-channel nearest 0.89-0.97x the time.
-      const __m512d zx = (__m512d)x, zy = (__m512d)y, zero = _mm512_setzero_pd();
-      const __mmask8 inside =
-          _mm512_cmp_pd_mask(zx, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zx, _mm512_set1_pd(Wd), _CMP_LT_OQ) &
-          _mm512_cmp_pd_mask(zy, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zy, _mm512_set1_pd(Hd), _CMP_LT_OQ);
-      const __m256i index = _mm256_add_epi32(_mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W)),
-                                             _mm512_cvttpd_epi32(zx));
-      store_n(r.corner[0] + i, (I8)_mm256_mask_blend_epi32(inside, (__m256i)sink, index), cnt);
+      const __mmask8 inside = in_range(x, 0.0, Wd) & in_range(y, 0.0, Hd);
+      store_n(r.corner[0] + i, keep(inside, _mm256_add_epi32(times(to_i32(y), W), to_i32(x)), sink), cnt);
 #else
       const M8 valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
       const I8 ix = to_i8(vsel(valid, x, D8{})), iy = to_i8(vsel(valid, y, D8{}));
@@ -389,16 +393,8 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
         const D8 yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
         // Mapped taps are integral; zeros padding checks the range (the others are inside).
 #if ACLNN_ISA_LEVEL == 2
-        // Masks in mask registers, as in the bilinear branch above (one thread, in-process
-        // A/B: bicubic C1 and C3 0.96-0.98x the time).
-        const __m512d zx = (__m512d)xx, zy = (__m512d)yy, zero = _mm512_setzero_pd();
-        const __mmask8 kx = _mm512_cmp_pd_mask(zx, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zx, _mm512_set1_pd(Wd), _CMP_LT_OQ);
-        const __mmask8 ky = _mm512_cmp_pd_mask(zy, zero, _CMP_GE_OQ) & _mm512_cmp_pd_mask(zy, _mm512_set1_pd(Hd), _CMP_LT_OQ);
-        const __m256i none = _mm256_set1_epi32(-1);
-        store_n(r.tap_col[k] + i, (I8)_mm256_mask_blend_epi32(kx, none, _mm512_cvttpd_epi32(zx)), cnt);
-        store_n(r.tap_row[k] + i,
-                (I8)_mm256_mask_blend_epi32(ky, none, _mm256_mullo_epi32(_mm512_cvttpd_epi32(zy), _mm256_set1_epi32(W))),
-                cnt);
+        store_n(r.tap_col[k] + i, keep(in_range(xx, 0.0, Wd), to_i32(xx), I8{} - 1), cnt);
+        store_n(r.tap_row[k] + i, keep(in_range(yy, 0.0, Hd), times(to_i32(yy), W), I8{} - 1), cnt);
 #else
         const M8 vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
         store_n(r.tap_col[k] + i, vsel(vx, to_i8(vsel(vx, xx, D8{})), I8{} - 1), cnt);
