@@ -1522,8 +1522,12 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // same results: one block, bilinear 0.73-0.88x the time (N4 C3 224x224 fp32 1.88 -> 1.29 ms,
   // C1 0.77-0.83x), bicubic 0.42-0.51x; several blocks, bilinear at 2-4 blocks 0.80-0.90x, 6-8
   // 0.92-1.00x, 16 1.03-1.10x, bicubic at 2-16 blocks 0.56-0.71x; nearest (one 4-byte record
-  // a position) 0.96-1.14x with one block, 1.19-1.24x with 16: it keeps phase 1.
-  p.tile_records = !p.compact && (p.interp == kBicubic || (p.interp == kBilinear && p.nblocks <= kTileRecordBlocks));
+  // a position) 0.96-1.14x with one block, 1.19-1.24x with 16, so it kept phase 1; with its
+  // cheaper records (in_range/keep) one block measured 0.94-1.00x at 2 threads (N16 C1 64x64,
+  // N4 C1 128x128, N2 C1 256x256, N4 C3 224x224) and 0.88-0.98x on one thread: one block
+  // computes them per tile now, several keep phase 1.
+  p.tile_records = !p.compact && (p.interp == kBicubic || (p.interp == kBilinear && p.nblocks <= kTileRecordBlocks) ||
+                                   (p.interp == kNearest && p.nblocks == 1));
   p.tile_grid_grad = p.tile_records && p.nblocks == 1;
   const bool chunk_mults = p.tile_records && !p.tile_grid_grad && p.need_gx && p.interp == kBilinear;
   const int64_t tile_bytes = round_up(kTile * p.cb * 4, kAlign) +
