@@ -1232,6 +1232,94 @@ struct TileArgs {
 
 using TileFn = void (*)(const TileArgs&);
 
+#if ACLNN_ISA_LEVEL == 2
+// tile_bilinear's positions [0, len - len % 4) with Cb = 4 on AVX-512, four positions at a
+// time: the corner reads of the grid gradient fill one 512-bit vector per corner (a position
+// per 128-bit lane), so its arithmetic and lane sums run once per four positions, and the
+// scatter's weights are multiplied four at a time and broadcast from memory. The same
+// operations per lane and position as the one-position loop, so the same results.
+template <bool NeedIg, bool NeedGx>
+int64_t tile_bilinear_4x4(const TileArgs& t) {
+  const Records& r = *t.rec;
+  const int32_t *const k0 = r.corner[0] + t.i0, *const k1 = r.corner[1] + t.i0;
+  const int32_t *const k2 = r.corner[2] + t.i0, *const k3 = r.corner[3] + t.i0;
+  const float *const fw = r.frac[0] + t.i0, *const fe = r.frac[1] + t.i0;
+  const float *const fn = r.frac[2] + t.i0, *const fs = r.frac[3] + t.i0;
+  const float* const gt = t.g;
+  const float* const in = t.in;
+  float* const ig = t.ig;
+  float* const part = t.part;
+  const int64_t len = t.len, end = len - len % 4;
+  const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  const __m512i firsts = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
+  for (int64_t q = 0; q < end; q += 4) {
+    const __m128 w = _mm_loadu_ps(fw + q), e = _mm_loadu_ps(fe + q);
+    const __m128 n = _mm_loadu_ps(fn + q), s = _mm_loadu_ps(fs + q);
+    alignas(16) float wt[4][4];  // [corner][position]: the scatter's weights
+    if (NeedIg) {
+      _mm_store_ps(wt[0], _mm_mul_ps(s, e));
+      _mm_store_ps(wt[1], _mm_mul_ps(s, w));
+      _mm_store_ps(wt[2], _mm_mul_ps(n, e));
+      _mm_store_ps(wt[3], _mm_mul_ps(n, w));
+    }
+    __m512 nw = _mm512_setzero_ps(), ne = nw, sw = nw, se = nw;
+    auto position = [&](auto j_) {
+      constexpr int j = decltype(j_)::value;
+      const int64_t at = q + j;
+      if (at + kPrefetch < len) {
+        const int64_t p0 = int64_t(k0[at + kPrefetch]) * 4, p2 = int64_t(k2[at + kPrefetch]) * 4;
+        if (NeedIg) {
+          __builtin_prefetch(ig + p0, 1);
+          __builtin_prefetch(ig + p2, 1);
+        }
+        if (NeedGx) {
+          __builtin_prefetch(in + p0);
+          __builtin_prefetch(in + p2);
+        }
+      }
+      const int64_t c0 = int64_t(k0[at]) * 4, c1 = int64_t(k1[at]) * 4;
+      const int64_t c2 = int64_t(k2[at]) * 4, c3 = int64_t(k3[at]) * 4;
+      if (NeedIg) {
+        // One read-modify-write after the other: out-of-range corners share the sink row.
+        const __m128 g = _mm_loadu_ps(gt + at * 4);
+        _mm_storeu_ps(ig + c0, _mm_fmadd_ps(g, _mm_set1_ps(wt[0][j]), _mm_loadu_ps(ig + c0)));
+        _mm_storeu_ps(ig + c1, _mm_fmadd_ps(g, _mm_set1_ps(wt[1][j]), _mm_loadu_ps(ig + c1)));
+        _mm_storeu_ps(ig + c2, _mm_fmadd_ps(g, _mm_set1_ps(wt[2][j]), _mm_loadu_ps(ig + c2)));
+        _mm_storeu_ps(ig + c3, _mm_fmadd_ps(g, _mm_set1_ps(wt[3][j]), _mm_loadu_ps(ig + c3)));
+      }
+      if (NeedGx) {
+        nw = _mm512_insertf32x4(nw, _mm_loadu_ps(in + c0), j);
+        ne = _mm512_insertf32x4(ne, _mm_loadu_ps(in + c1), j);
+        sw = _mm512_insertf32x4(sw, _mm_loadu_ps(in + c2), j);
+        se = _mm512_insertf32x4(se, _mm_loadu_ps(in + c3), j);
+      }
+    };
+    position(std::integral_constant<int, 0>{});
+    position(std::integral_constant<int, 1>{});
+    position(std::integral_constant<int, 2>{});
+    position(std::integral_constant<int, 3>{});
+    if (NeedGx) {
+      const __m512 g = _mm512_loadu_ps(gt + q * 4);
+      const __m512 w16 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(w));
+      const __m512 e16 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(e));
+      const __m512 n16 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(n));
+      const __m512 s16 = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(s));
+      const __m512 dx = _mm512_mul_ps(
+          _mm512_fmadd_ps(_mm512_sub_ps(se, sw), n16, _mm512_mul_ps(_mm512_sub_ps(ne, nw), s16)), g);
+      const __m512 dy = _mm512_mul_ps(
+          _mm512_fmadd_ps(_mm512_sub_ps(se, ne), w16, _mm512_mul_ps(_mm512_sub_ps(sw, nw), e16)), g);
+      // pair_sum<4> per position: [dx0 + dx2, dx1 + dx3, dy0 + dy2, dy1 + dy3], then the
+      // pairs' sums, packed x, y per position.
+      const __m512 h = _mm512_add_ps(_mm512_shuffle_ps(dx, dy, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_ps(dx, dy, _MM_SHUFFLE(3, 2, 3, 2)));
+      const __m512 sums = _mm512_add_ps(h, _mm512_permute_ps(h, _MM_SHUFFLE(2, 3, 0, 1)));
+      _mm256_storeu_ps(part + 2 * q, _mm512_castps512_ps256(_mm512_permutexvar_ps(firsts, sums)));
+    }
+  }
+  return end;
+}
+#endif
+
 template <int Cb, bool NeedIg, bool NeedGx>
 void tile_bilinear(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
@@ -1246,7 +1334,13 @@ void tile_bilinear(const TileArgs& t) {
   float* const ig = t.ig;
   float* const part = t.part;
   const int64_t len = t.len;
-  for (int64_t q = 0; q < len; ++q) {
+  int64_t q = 0;
+#if ACLNN_ISA_LEVEL == 2
+  if constexpr (Cb == 4) {
+    q = tile_bilinear_4x4<NeedIg, NeedGx>(t);
+  }
+#endif
+  for (; q < len; ++q) {
     if (q + kPrefetch < len) {
       // The rows of the next positions' corners: nw/ne and sw/se are adjacent rows, a line
       // apart at 16 lanes, usually in one line below that.
