@@ -1232,6 +1232,23 @@ struct TileArgs {
 
 using TileFn = void (*)(const TileArgs&);
 
+// A bilinear tile's record arrays from its first position on. Held in locals: stores through
+// ig could otherwise alias the records' pointers and force reloads.
+struct BilinearTile {
+  const int32_t *k0, *k1, *k2, *k3;  // corners nw, ne, sw, se
+  const float *fw, *fe, *fn, *fs;    // fractions w, e, n, s
+  const float* gt;                   // TileArgs' g, in, ig, part, len
+  const float* in;
+  float* ig;
+  float* part;
+  int64_t len;
+  explicit BilinearTile(const TileArgs& t)
+      : k0(t.rec->corner[0] + t.i0), k1(t.rec->corner[1] + t.i0), k2(t.rec->corner[2] + t.i0),
+        k3(t.rec->corner[3] + t.i0), fw(t.rec->frac[0] + t.i0), fe(t.rec->frac[1] + t.i0),
+        fn(t.rec->frac[2] + t.i0), fs(t.rec->frac[3] + t.i0), gt(t.g), in(t.in), ig(t.ig), part(t.part),
+        len(t.len) {}
+};
+
 #if ACLNN_ISA_LEVEL == 2
 // tile_bilinear's positions [0, len - len % 4) with Cb = 4 on AVX-512, four positions at a
 // time: the corner reads of the grid gradient fill one 512-bit vector per corner (a position
@@ -1240,21 +1257,16 @@ using TileFn = void (*)(const TileArgs&);
 // operations per lane and position as the one-position loop, so the same results.
 template <bool NeedIg, bool NeedGx>
 int64_t tile_bilinear_4x4(const TileArgs& t) {
-  const Records& r = *t.rec;
-  const int32_t *const k0 = r.corner[0] + t.i0, *const k1 = r.corner[1] + t.i0;
-  const int32_t *const k2 = r.corner[2] + t.i0, *const k3 = r.corner[3] + t.i0;
-  const float *const fw = r.frac[0] + t.i0, *const fe = r.frac[1] + t.i0;
-  const float *const fn = r.frac[2] + t.i0, *const fs = r.frac[3] + t.i0;
-  const float* const gt = t.g;
-  const float* const in = t.in;
-  float* const ig = t.ig;
-  float* const part = t.part;
-  const int64_t len = t.len, end = len - len % 4;
+  const BilinearTile b(t);  // (locals, not a structured binding: the lambda below captures them)
+  const int32_t *const k0 = b.k0, *const k1 = b.k1, *const k2 = b.k2, *const k3 = b.k3;
+  const float *const gt = b.gt, *const in = b.in;
+  float *const ig = b.ig, *const part = b.part;
+  const int64_t len = b.len, end = len - len % 4;
   const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
   const __m512i firsts = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0);
   for (int64_t q = 0; q < end; q += 4) {
-    const __m128 w = _mm_loadu_ps(fw + q), e = _mm_loadu_ps(fe + q);
-    const __m128 n = _mm_loadu_ps(fn + q), s = _mm_loadu_ps(fs + q);
+    const __m128 w = _mm_loadu_ps(b.fw + q), e = _mm_loadu_ps(b.fe + q);
+    const __m128 n = _mm_loadu_ps(b.fn + q), s = _mm_loadu_ps(b.fs + q);
     alignas(16) float wt[4][4];  // [corner][position]: the scatter's weights
     if (NeedIg) {
       _mm_store_ps(wt[0], _mm_mul_ps(s, e));
@@ -1323,17 +1335,7 @@ int64_t tile_bilinear_4x4(const TileArgs& t) {
 template <int Cb, bool NeedIg, bool NeedGx>
 void tile_bilinear(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
-  const Records& r = *t.rec;
-  // Locals: stores through ig could otherwise alias the record pointers and force reloads.
-  const int32_t *const k0 = r.corner[0] + t.i0, *const k1 = r.corner[1] + t.i0;
-  const int32_t *const k2 = r.corner[2] + t.i0, *const k3 = r.corner[3] + t.i0;
-  const float *const fw = r.frac[0] + t.i0, *const fe = r.frac[1] + t.i0;
-  const float *const fn = r.frac[2] + t.i0, *const fs = r.frac[3] + t.i0;
-  const float* const gt = t.g;
-  const float* const in = t.in;
-  float* const ig = t.ig;
-  float* const part = t.part;
-  const int64_t len = t.len;
+  const auto [k0, k1, k2, k3, fw, fe, fn, fs, gt, in, ig, part, len] = BilinearTile(t);
   int64_t q = 0;
 #if ACLNN_ISA_LEVEL == 2
   if constexpr (Cb == 4) {
