@@ -137,15 +137,33 @@ def test_register_rows_every_length(isa, dtype):
             assert from_strided.tobytes() == out.tobytes(), (n, out_dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.dtype(np.float32), BFLOAT16], ids=str)
-def test_register_rows_streaming(threads, dtype):
-    # Rows of 128 elements over more than the 32 MiB last-level cache, out on a line: streaming
-    # stores from registers. The same rows computed alone (a small call, plain stores) must
-    # give the same bits, and 1 and 2 threads too.
+# fp16 rows of 257 to 2048 elements keep the dot product's converted pairs in a stack buffer
+# for the write (buffered_rows): lengths around each count of pair blocks, single vectors and
+# tails, and past the buffer's end, against the strided path's dot_row + write_row, bit for bit.
+def test_buffered_fp16_rows_match_the_plain_path(isa):
+    rng = np.random.default_rng(15)
+    lengths = [257, 261, 287, 288, 289, 300, 319, 320, 321, 335, 336, 1000, 1023, 1024, 1025,
+               1999, 2016, 2032, 2047, 2048, 2049, 2100]
+    for n in lengths:
+        g, y = inputs(rng, (3, n), np.dtype(np.float16))
+        wide_g, wide_y = np.zeros((3, n + 2), np.float16), np.zeros((3, n + 2), np.float16)
+        wide_g[:, 1:n + 1], wide_y[:, 1:n + 1] = g, y
+        for out_dtype in OUT_DTYPES:
+            out = ac.softmax_backward(g, y, -1, out_dtype=out_dtype)
+            check(g, y, -1, out)
+            from_strided = ac.softmax_backward(wide_g[:, 1:n + 1], wide_y[:, 1:n + 1], -1, out_dtype=out_dtype)
+            assert from_strided.tobytes() == out.tobytes(), (n, out_dtype)
+
+
+# Rows over more than the 32 MiB last-level cache, out on a line: streaming stores, from
+# registers (rows of 128) or from buffered_rows (fp16 rows of 1024, whole lines). The same rows
+# computed alone (a small call, plain stores) must give the same bits, and 1 and 2 threads too.
+@pytest.mark.parametrize("dtype, n, rows", [(np.dtype(np.float32), 128, 70000), (BFLOAT16, 128, 60000),
+                                            (np.dtype(np.float16), 1024, 14000)], ids=str)
+def test_row_kernels_streaming(threads, dtype, n, rows):
     rng = np.random.default_rng(14)
-    rows = 70000 if dtype == np.float32 else 60000
-    g, y = inputs(rng, (rows, 128), dtype)
-    out = ac.empty_aligned((rows, 128), dtype)
+    g, y = inputs(rng, (rows, n), dtype)
+    out = ac.empty_aligned((rows, n), dtype)
     threads(2)
     ac.softmax_backward(g, y, -1, out=out)
     picked = [0, 1, 777, rows // 2, rows - 1]
