@@ -1294,7 +1294,8 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
                                  : _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 4, 8, 0);
   for (int64_t q = 0; q < end; q += kStep) {
     const auto fractions = [&](const float* f) {  // f[q..q + kStep)
-      return Cb == 4 ? _mm_loadu_ps(f + q) : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(f + q)));
+      // (Two floats: an unaligned 64-bit load; _mm_load_sd would assume a double's alignment.)
+      return Cb == 4 ? _mm_loadu_ps(f + q) : _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f + q)));
     };
     const __m128 w4 = fractions(b.fw), e4 = fractions(b.fe), n4 = fractions(b.fn), s4 = fractions(b.fs);
     alignas(16) float wt[4][4];  // [corner][position]: the scatter's weights, multiplied kStep at a time
