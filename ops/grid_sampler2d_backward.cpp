@@ -1249,26 +1249,39 @@ struct BilinearTile {
         len(t.len) {}
 };
 
+// Prefetches the pixel rows of position q + kPrefetch's corners (when there is one): nw/ne and
+// sw/se are adjacent rows, a line apart at 16 lanes, usually in one line below that.
+template <int Cb, bool NeedIg, bool NeedGx>
+ACLNN_ALWAYS_INLINE void prefetch_corner_rows(const int32_t* k0, const int32_t* k2, const float* in, float* ig,
+                                              int64_t q, int64_t len) {
+  if (q + kPrefetch >= len) return;
+  const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb, p2 = int64_t(k2[q + kPrefetch]) * Cb;
+  constexpr bool kTwoLines = Cb >= 16;
+  if (NeedIg) {
+    __builtin_prefetch(ig + p0, 1);
+    __builtin_prefetch(ig + p2, 1);
+    if (kTwoLines) {
+      __builtin_prefetch(ig + p0 + Cb, 1);
+      __builtin_prefetch(ig + p2 + Cb, 1);
+    }
+  }
+  if (NeedGx) {
+    __builtin_prefetch(in + p0);
+    __builtin_prefetch(in + p2);
+    if (kTwoLines) {
+      __builtin_prefetch(in + p0 + Cb);
+      __builtin_prefetch(in + p2 + Cb);
+    }
+  }
+}
+
 #if ACLNN_ISA_LEVEL == 2
-// One position's lanes of a 4- or 8-lane block on AVX-512: a 128- or 256-bit vector.
-template <int Cb>
-struct LaneRow;
-template <>
-struct LaneRow<4> {
-  static __m128 load(const float* p) { return _mm_loadu_ps(p); }
-  static void store(float* p, __m128 v) { _mm_storeu_ps(p, v); }
-  static __m128 fmadd(__m128 a, float b, __m128 c) { return _mm_fmadd_ps(a, _mm_set1_ps(b), c); }
-  template <int J>
-  static __m512 insert(__m512 v, const float* p) { return _mm512_insertf32x4(v, load(p), J); }
-};
-template <>
-struct LaneRow<8> {
-  static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
-  static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
-  static __m256 fmadd(__m256 a, float b, __m256 c) { return _mm256_fmadd_ps(a, _mm256_set1_ps(b), c); }
-  template <int J>
-  static __m512 insert(__m512 v, const float* p) { return _mm512_insertf32x8(v, load(p), J); }
-};
+// v with the Cb lanes at p (Cb 4 or 8) in its J-th 128- or 256-bit lane.
+template <int Cb, int J>
+ACLNN_ALWAYS_INLINE __m512 insert_lanes(__m512 v, const float* p) {
+  if constexpr (Cb == 4) return _mm512_insertf32x4(v, _mm_loadu_ps(p), J);
+  else return _mm512_insertf32x8(v, _mm256_loadu_ps(p), J);
+}
 
 // tile_bilinear's first positions with Cb = 4 or 8 on AVX-512, 16 / Cb positions at a time:
 // the corner reads of the grid gradient fill one 512-bit vector per corner (a position per
@@ -1279,7 +1292,7 @@ struct LaneRow<8> {
 // C6-8 0.92-0.96x (fp16 0.97-1.00x). Returns the positions done.
 template <int Cb, bool NeedIg, bool NeedGx>
 int64_t tile_bilinear_wide(const TileArgs& t) {
-  using Row = LaneRow<Cb>;
+  using V = typename Lanes<Cb>::V;
   constexpr int kStep = 16 / Cb;  // positions per 512-bit vector
   const BilinearTile b(t);  // (locals, not a structured binding: the lambda below captures them)
   const int32_t *const k0 = b.k0, *const k1 = b.k1, *const k2 = b.k2, *const k3 = b.k3;
@@ -1309,32 +1322,23 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
     auto position = [&](auto j_) {
       constexpr int j = decltype(j_)::value;
       const int64_t at = q + j;
-      if (at + kPrefetch < len) {
-        const int64_t p0 = int64_t(k0[at + kPrefetch]) * Cb, p2 = int64_t(k2[at + kPrefetch]) * Cb;
-        if (NeedIg) {
-          __builtin_prefetch(ig + p0, 1);
-          __builtin_prefetch(ig + p2, 1);
-        }
-        if (NeedGx) {
-          __builtin_prefetch(in + p0);
-          __builtin_prefetch(in + p2);
-        }
-      }
+      prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
       const int64_t c0 = int64_t(k0[at]) * Cb, c1 = int64_t(k1[at]) * Cb;
       const int64_t c2 = int64_t(k2[at]) * Cb, c3 = int64_t(k3[at]) * Cb;
       if (NeedIg) {
         // One read-modify-write after the other: out-of-range corners share the sink row.
-        const auto g = Row::load(gt + at * Cb);
-        Row::store(ig + c0, Row::fmadd(g, wt[0][j], Row::load(ig + c0)));
-        Row::store(ig + c1, Row::fmadd(g, wt[1][j], Row::load(ig + c1)));
-        Row::store(ig + c2, Row::fmadd(g, wt[2][j], Row::load(ig + c2)));
-        Row::store(ig + c3, Row::fmadd(g, wt[3][j], Row::load(ig + c3)));
+        V g;
+        vload<Cb>(g, gt + at * Cb);
+        vaccumulate<Cb>(ig + c0, g, wt[0][j]);
+        vaccumulate<Cb>(ig + c1, g, wt[1][j]);
+        vaccumulate<Cb>(ig + c2, g, wt[2][j]);
+        vaccumulate<Cb>(ig + c3, g, wt[3][j]);
       }
       if (NeedGx) {
-        nw = Row::template insert<j>(nw, in + c0);
-        ne = Row::template insert<j>(ne, in + c1);
-        sw = Row::template insert<j>(sw, in + c2);
-        se = Row::template insert<j>(se, in + c3);
+        nw = insert_lanes<Cb, j>(nw, in + c0);
+        ne = insert_lanes<Cb, j>(ne, in + c1);
+        sw = insert_lanes<Cb, j>(sw, in + c2);
+        se = insert_lanes<Cb, j>(se, in + c3);
       }
     };
     position(std::integral_constant<int, 0>{});
@@ -1385,28 +1389,7 @@ void tile_bilinear(const TileArgs& t) {
   if constexpr (Cb == 4 || Cb == 8) q = tile_bilinear_wide<Cb, NeedIg, NeedGx>(t);
 #endif
   for (; q < len; ++q) {
-    if (q + kPrefetch < len) {
-      // The rows of the next positions' corners: nw/ne and sw/se are adjacent rows, a line
-      // apart at 16 lanes, usually in one line below that.
-      const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb, p2 = int64_t(k2[q + kPrefetch]) * Cb;
-      constexpr bool kTwoLines = Cb >= 16;
-      if (NeedIg) {
-        __builtin_prefetch(ig + p0, 1);
-        __builtin_prefetch(ig + p2, 1);
-        if (kTwoLines) {
-          __builtin_prefetch(ig + p0 + Cb, 1);
-          __builtin_prefetch(ig + p2 + Cb, 1);
-        }
-      }
-      if (NeedGx) {
-        __builtin_prefetch(in + p0);
-        __builtin_prefetch(in + p2);
-        if (kTwoLines) {
-          __builtin_prefetch(in + p0 + Cb);
-          __builtin_prefetch(in + p2 + Cb);
-        }
-      }
-    }
+    prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, q, len);
     V g;
     vload<Cb>(g, gt + q * Cb);
     const int64_t c0 = int64_t(k0[q]) * Cb, c1 = int64_t(k1[q]) * Cb;
