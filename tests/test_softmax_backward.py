@@ -99,9 +99,10 @@ def test_every_rank_and_dim(isa, shape, dtype):
 
 
 # Shapes that take each kernel path: short rows (< 32), ordinary rows, rows longer than one
-# 16384-element partial (workspace), the column path (dim not last) with narrow and wide inner
-# sizes, and sizes that leave SIMD tails on every level.
-PATH_CASES = [((1000, 3), -1), ((257, 31), 1), ((64, 33), -1), ((5, 1000), -1), ((3, 40000), -1),
+# 16384-element partial (workspace; few rows: chunk tasks, many: a task per row), the column
+# path (dim not last) with narrow and wide inner sizes, and sizes that leave SIMD tails on every
+# level.
+PATH_CASES = [((1000, 3), -1), ((257, 31), 1), ((64, 33), -1), ((5, 1000), -1), ((3, 40000), -1), ((9, 20001), -1),
               ((1, 70001), 0), ((6, 37, 9), 1), ((3, 500, 2), 1), ((2, 7, 5000), 1), ((40000, 3), 0),
               ((4, 5, 6, 7), 0), ((2, 3, 33, 65), 2)]
 
