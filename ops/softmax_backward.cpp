@@ -2,8 +2,9 @@
 //
 // The tensor is viewed as [outer, size, inner] around the softmax dim. Three paths:
 //   * rows (contiguous, inner == 1): each row is summed then written while it is still in
-//     cache (with AVX-512 in registers: whole rows of up to 128 elements, the first 128 of
-//     rows up to 256; fp16 rows up to 2048 through a stack buffer of their converted values);
+//     cache (with AVX-512 in registers: whole rows of 16 (16-bit: 22) to 128 elements, the
+//     first 128 of rows up to 256; fp16 rows up to 2048 through a stack buffer of their
+//     converted values); shorter rows in flat blocks of several rows;
 //     rows longer than kRowChunk are summed in fixed chunks whose fp32
 //     partials go through the workspace, so long rows are parallel too and the result never
 //     depends on the thread count;
@@ -126,6 +127,20 @@ void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
 // 0.89-0.99x fp32; rows of 37, 64, 100 and 120 elements 0.67-0.93x. The loops must unroll:
 // rolled, GCC kept the Pair arrays on the stack.
 constexpr int64_t kRegisterRow = kWidth == 16 ? 8 * kWidth : 0;
+// Rows shorter than kShortRow run as register rows too from this length on (AVX-512): the flat
+// path's per-row sums are chains of n - 1 dependent additions, the register row's sum a tree.
+// In-process A/B against the flat path, 2 threads, [8192, n]: fp32 0.81x the time at n = 16,
+// 0.64x at 20, 0.42x at 31; fp16 1.21x at 16, 1.02x at 18, 0.89x at 20, 0.53x at 31; bf16
+// 1.31x at 16, 1.02x at 20, 0.89x at 22, 0.60x at 31 (16-bit rows pay their conversions per
+// row). [8192, 31] fp32 had taken 1.4x torch's time.
+template <class T>
+constexpr int64_t kShortRegisterRow = sizeof(T) == 4 ? kWidth : 22;
+
+// Whether contiguous rows of n elements take the flat path (short_rows).
+template <class T, class O>
+constexpr bool flat_rows(int64_t n) {
+  return n < kShortRow && !(kSameLayout<T, O> && kRegisterRow > 0 && n >= kShortRegisterRow<T>);
+}
 
 // The first Quads blocks of two pairs of g and y into gp/yp, their products added into a0..a3
 // as dot_accumulate adds them.
@@ -324,7 +339,7 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
 template <bool kStream, class T, class O>
 void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials) {
   const int64_t n = l.size;
-  if (n < kShortRow) return short_rows<kStream>(g, y, out, l.outer, n);
+  if (flat_rows<T, O>(n)) return short_rows<kStream>(g, y, out, l.outer, n);
   if (l.row_chunks == 1) {
     parallel_for(l.outer, std::max<int64_t>(1, kRowGrainElems / n), [&](int64_t begin, int64_t end) {
       if constexpr (kSameLayout<T, O> && kRegisterRow > 0) {
@@ -523,10 +538,11 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
 // stream_runs_fit): rows or row chunks, flat blocks of short rows, or a column tile's rows (of
 // `inner` elements when the tile spans them, which is the case that can keep every run on a
 // line).
+template <class T, class O>
 uint64_t run_elems(const Layout& l) {
   if (l.inner > 1) return uint64_t(l.inner);
   if (l.row_chunks > 1) return uint64_t(kRowChunk);
-  if (l.size < kShortRow) return uint64_t((kShortBlock / l.size) * l.size);
+  if (flat_rows<T, O>(l.size)) return uint64_t((kShortBlock / l.size) * l.size);
   return uint64_t(l.size);
 }
 
@@ -538,7 +554,7 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   O* out = a.out.ptr<O>();
   // Outputs of an op that overflows the last-level cache go out with streaming stores.
   const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (2 * sizeof(T) + sizeof(O));
-  if (streams_worthwhile(bytes, 1) && stream_runs_fit(out, run_elems(l) * sizeof(O))) {
+  if (streams_worthwhile(bytes, 1) && stream_runs_fit(out, run_elems<T, O>(l) * sizeof(O))) {
     if (l.inner == 1) rows_path<true>(g, y, out, l, partials);
     else columns_path<true>(g, y, out, l);
   } else {

@@ -138,6 +138,24 @@ def test_register_rows_every_length(isa, dtype):
             assert from_strided.tobytes() == out.tobytes(), (n, out_dtype)
 
 
+# With AVX-512, rows shorter than 32 elements run as register rows too from 16 elements (fp32)
+# or 22 (16-bit), when out has the input's dtype: bit for bit the strided path's dot_row +
+# write_row. Shorter rows, and other levels, sum flat blocks of rows (checked for accuracy).
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_short_register_rows_match_the_plain_path(isa, dtype):
+    rng = np.random.default_rng(16)
+    first = 16 if np.dtype(dtype) == np.float32 else 22
+    for n in range(2, 32):
+        g, y = inputs(rng, (7, n), dtype)
+        wide_g, wide_y = np.zeros((7, n + 3), dtype), np.zeros((7, n + 3), dtype)
+        wide_g[:, 2:n + 2], wide_y[:, 2:n + 2] = g, y
+        out = ac.softmax_backward(g, y, -1)
+        check(g, y, -1, out)
+        if isa == "avx512" and n >= first:
+            from_strided = ac.softmax_backward(wide_g[:, 2:n + 2], wide_y[:, 2:n + 2], -1)
+            assert from_strided.tobytes() == out.tobytes(), n
+
+
 # fp16 rows of 257 to 2048 elements keep the dot product's converted pairs in a stack buffer
 # for the write (buffered_rows): lengths around each count of pair blocks, single vectors and
 # tails, and past the buffer's end, against the strided path's dot_row + write_row, bit for bit.
