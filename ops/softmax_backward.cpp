@@ -2,7 +2,7 @@
 //
 // The tensor is viewed as [outer, size, inner] around the softmax dim. Three paths:
 //   * rows (contiguous, inner == 1): each row is summed then written while it is still in
-//     cache (with AVX-512 in registers: whole rows of 16 (16-bit: 22) to 128 elements, the
+//     cache (with AVX-512 in registers: whole rows of 16 (fp16 20, bf16 22) to 128 elements, the
 //     first 128 of rows up to 256; fp16 rows up to 2048 through a stack buffer of their
 //     converted values); shorter rows in flat blocks of several rows;
 //     rows longer than kRowChunk are summed in fixed chunks whose fp32
@@ -17,6 +17,7 @@
 // float16, bfloat16 or float64). A float64 out receives the fp32 result widened exactly.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "aclnn_cpu/ops/softmax_backward_args.h"
@@ -134,7 +135,7 @@ constexpr int64_t kRegisterRow = kWidth == 16 ? 8 * kWidth : 0;
 // 1.31x at 16, 1.02x at 20, 0.89x at 22, 0.60x at 31 (16-bit rows pay their conversions per
 // row). [8192, 31] fp32 had taken 1.4x torch's time.
 template <class T>
-constexpr int64_t kShortRegisterRow = sizeof(T) == 4 ? kWidth : 22;
+constexpr int64_t kShortRegisterRow = sizeof(T) == 4 ? kWidth : std::is_same<T, half_t>::value ? 20 : 22;
 
 // Whether contiguous rows of n elements take the flat path (short_rows).
 template <class T, class O>

@@ -138,13 +138,13 @@ def test_register_rows_every_length(isa, dtype):
             assert from_strided.tobytes() == out.tobytes(), (n, out_dtype)
 
 
-# With AVX-512, rows shorter than 32 elements run as register rows too from 16 elements (fp32)
-# or 22 (16-bit), when out has the input's dtype: bit for bit the strided path's dot_row +
+# With AVX-512, rows shorter than 32 elements run as register rows too from 16 elements (fp32),
+# 20 (fp16) or 22 (bf16), when out has the input's dtype: bit for bit the strided path's dot_row +
 # write_row. Shorter rows, and other levels, sum flat blocks of rows (checked for accuracy).
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_short_register_rows_match_the_plain_path(isa, dtype):
     rng = np.random.default_rng(16)
-    first = 16 if np.dtype(dtype) == np.float32 else 22
+    first = {np.dtype(np.float32): 16, np.dtype(np.float16): 20}.get(np.dtype(dtype), 22)
     for n in range(2, 32):
         g, y = inputs(rng, (7, n), dtype)
         wide_g, wide_y = np.zeros((7, n + 3), dtype), np.zeros((7, n + 3), dtype)
