@@ -186,11 +186,14 @@ def test_channels_last(isa, shape, dtype):
     check(go, x, w, gi, result[1])
 
 
+# (5, 6, 70) runs in column blocks, (40, 6) as one-position channels (vector sums across
+# channels), (2, 6, 300) in channel runs; each with a strided weight and gradWeight.
+@pytest.mark.parametrize("shape", [(5, 6, 70), (40, 6), (2, 6, 300)], ids=str)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_out_views_and_strided_weight(layout, dtype):
+def test_out_views_and_strided_weight(layout, dtype, shape):
     rng = np.random.default_rng(3)
-    go, x, w = make(rng, (5, 6, 70), dtype)
+    go, x, w = make(rng, shape, dtype)
     w_view = np.zeros(12, dtype)[::-2]
     w_view[...] = w
     gi = strided_view(rng, np.full(x.shape, np.nan, dtype), layout)
