@@ -347,15 +347,32 @@ inline bool bf16_instructions() {
 #endif
 }
 
+#if ACLNN_ISA_LEVEL == 2
+// The kWidth values of v in a 16-bit format, in a register: what store<T> writes (and
+// store_partial, masked, without a trip through memory).
+template <class T>
+ACLNN_ALWAYS_INLINE __m256i narrow16(VecF v);
+template <>
+ACLNN_ALWAYS_INLINE __m256i narrow16<bfloat16_t>(VecF v) {
+#if ACLNN_SIMD_BF16_INSTRUCTIONS
+  if (bf16_instructions() && _mm512_fpclass_ps_mask((__m512)v, kBf16Fixups) == 0)
+    return (__m256i)_mm512_cvtneps_pbh((__m512)v);
+#endif
+  return _mm512_cvtepi32_epi16((__m512i)float_to_bf16_bits(v));
+}
+template <>
+ACLNN_ALWAYS_INLINE __m256i narrow16<half_t>(VecF v) {
+  return _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+}
+#endif
+
 template <>
 ACLNN_ALWAYS_INLINE void store<bfloat16_t>(bfloat16_t* p, VecF v) {
-#if ACLNN_SIMD_BF16_INSTRUCTIONS
-  if (bf16_instructions() && _mm512_fpclass_ps_mask((__m512)v, kBf16Fixups) == 0) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh((__m512)v));
-    return;
-  }
-#endif
+#if ACLNN_ISA_LEVEL == 2
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow16<bfloat16_t>(v));
+#else
   store_u16(reinterpret_cast<uint16_t*>(p), float_to_bf16_bits(v));
+#endif
 }
 
 template <>
@@ -371,8 +388,7 @@ ACLNN_ALWAYS_INLINE VecF load<half_t>(const half_t* p) {
 template <>
 ACLNN_ALWAYS_INLINE void store<half_t>(half_t* p, VecF v) {
 #if ACLNN_ISA_LEVEL == 2
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
-                      _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), narrow16<half_t>(v));
 #elif ACLNN_ISA_LEVEL == 1
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT));
 #else
@@ -416,10 +432,9 @@ inline VecF load_partial(const T* p, int64_t n) {
   if constexpr (sizeof(T) == 4) {
     return (VecF)_mm512_maskz_loadu_ps(mask, p);
   } else if constexpr (sizeof(T) == 2) {
-    const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);
-    T buffer[kWidth];
-    std::memcpy(buffer, &raw, sizeof buffer);
-    return load(static_cast<const T*>(buffer));
+    const __m256i raw = _mm256_maskz_loadu_epi16(mask, p);  // widened as load<T> widens
+    if constexpr (std::is_same<T, half_t>::value) return (VecF)_mm512_cvtph_ps(raw);
+    else return (VecF)((VecI)_mm512_cvtepu16_epi32(raw) << 16);
   }
 #elif ACLNN_ISA_LEVEL == 1
   if constexpr (sizeof(T) == 4) {
@@ -453,10 +468,7 @@ inline void store_partial(T* p, VecF v, int64_t n) {
     _mm512_mask_storeu_ps(p, mask, (__m512)v);
     return;
   } else if constexpr (sizeof(T) == 2) {
-    T buffer[kWidth];
-    store(buffer, v);
-    __m256i raw;
-    std::memcpy(&raw, buffer, sizeof raw);
+    __m256i raw = narrow16<T>(v);
     // Keep the narrowing in a register: GCC would otherwise fuse it with the masked store into
     // a masked vpmovdw to memory, which is very slow on AMD Zen 4.
     __asm__("" : "+v"(raw));
