@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/ops/group_norm_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
@@ -57,56 +58,6 @@ constexpr int64_t kBatchElems = 16384;
 // Fused groups whose dY and X take more bytes than this write dX channel by channel backwards
 // (Kernel::writes_backward).
 constexpr uint64_t kBackwardWriteBytes = 512 << 10;
-
-// Row-major flat index -> element offset of one tensor, with its dims coalesced.
-struct FlatIndex {
-  int m = 0;
-  int64_t shape[kMaxDims] = {};
-  int64_t stride[kMaxDims] = {};
-
-  explicit FlatIndex(const TensorView& t) {
-    for (int i = 0; i < t.ndim; ++i) {
-      if (t.shape[i] == 1) continue;
-      if (m > 0 && stride[m - 1] == t.strides[i] * t.shape[i]) {
-        shape[m - 1] *= t.shape[i];
-        stride[m - 1] = t.strides[i];
-      } else {
-        shape[m] = t.shape[i];
-        stride[m] = t.strides[i];
-        ++m;
-      }
-    }
-    if (m == 0) {
-      m = 1;
-      shape[0] = 1;
-      stride[0] = 1;
-    }
-  }
-  bool contiguous() const { return m == 1 && stride[0] == 1; }
-};
-
-// Walks consecutive flat indices of one tensor, keeping the element offset.
-struct Cursor {
-  const FlatIndex& f;
-  int64_t idx[kMaxDims] = {};
-  int64_t off = 0;
-
-  Cursor(const FlatIndex& flat, int64_t start) : f(flat) {
-    for (int k = f.m - 1; k >= 0; --k) {
-      idx[k] = start % f.shape[k];
-      start /= f.shape[k];
-      off += idx[k] * f.stride[k];
-    }
-  }
-  void next() {
-    for (int k = f.m - 1; k >= 0; --k) {
-      off += f.stride[k];
-      if (++idx[k] < f.shape[k]) return;
-      off -= f.shape[k] * f.stride[k];
-      idx[k] = 0;
-    }
-  }
-};
 
 struct Plan {
   int64_t N = 0, C = 0, HxW = 0, G = 1, D = 1;
@@ -278,28 +229,6 @@ void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx
     cx.next();
     cd.next();
   }
-}
-
-// Parameters and their gradients (C or N * group values). Contiguous ones are converted in
-// vector runs; element by element through a cursor, the C = 1280 values of gamma, dgamma and
-// dbeta took about a tenth of a N2 C1280 16x16 call's time on one thread.
-template <class T>
-void read_floats(const TensorView& t, int64_t count, float* out) {
-  const T* src = t.ptr<const T>();
-  if (t.is_contiguous()) return convert_to_float(src, out, count);
-  const FlatIndex f(t);
-  Cursor at(f, 0);
-  for (int64_t i = 0; i < count; ++i, at.next()) out[i] = to_float(src[at.off]);
-}
-
-// Elements [first, first + count) of t (row-major) from floats.
-template <class T>
-void write_floats(const float* in, int64_t first, int64_t count, const TensorView& t) {
-  T* dst = t.ptr<T>();
-  if (t.is_contiguous()) return convert_from_float(in, dst + first, count);
-  const FlatIndex f(t);
-  Cursor at(f, first);
-  for (int64_t i = 0; i < count; ++i, at.next()) dst[at.off] = from_float<T>(in[i]);
 }
 
 // ---------------------------------------------------------------------------------------------
