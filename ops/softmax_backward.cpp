@@ -368,47 +368,44 @@ void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials)
     });
     return;
   }
-  // Long rows: chunk partial sums first, then each chunk combines its row's partials in chunk
-  // order (every chunk of a row computes the same value) and writes.
+  // Long rows: fixed chunks of kRowChunk elements, chunk t = r * chunks + c. Each chunk's dot
+  // product goes to partials[t]; a row's sum adds its partials in chunk order (whoever computes
+  // it gets the same value), and each chunk is then written with it.
   const int64_t chunks = l.row_chunks;
+  const auto chunk_sum = [&](int64_t t) {
+    const int64_t c = t % chunks, start = (t / chunks) * n + c * kRowChunk;
+    partials[t] = dot_row(g + start, y + start, std::min(kRowChunk, n - c * kRowChunk));
+  };
+  const auto row_sum = [&](int64_t r) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k) sum += partials[r * chunks + k];
+    return sum;
+  };
+  const auto chunk_write = [&](int64_t t, float sum) {
+    const int64_t c = t % chunks, start = (t / chunks) * n + c * kRowChunk;
+    write_row<kStream>(g + start, y + start, out + start, std::min(kRowChunk, n - c * kRowChunk), sum);
+  };
   if (l.outer >= kWholeRowTasks * num_threads()) {
     // Enough rows for every thread: a task per row, its chunk sums and then its writes, so the
-    // write rereads the row from L2 rather than L3 (the same sums in the same order, so the same
-    // values). In two passes over all rows, [16, 50257] (GPT-2 logits) fp32 took 87 us, torch 71.
+    // write rereads the row from L2 rather than L3. In two passes over all rows (below),
+    // [16, 50257] (GPT-2 logits) fp32 took 87 us, torch 71.
     parallel_for(l.outer, 1, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        float* part = partials + r * chunks;
-        for (int64_t c = 0; c < chunks; ++c) {
-          const int64_t start = r * n + c * kRowChunk;
-          part[c] = dot_row(g + start, y + start, std::min(kRowChunk, n - c * kRowChunk));
-        }
-        float sum = 0.0f;
-        for (int64_t k = 0; k < chunks; ++k) sum += part[k];
-        for (int64_t c = 0; c < chunks; ++c) {
-          const int64_t start = r * n + c * kRowChunk;
-          write_row<kStream>(g + start, y + start, out + start, std::min(kRowChunk, n - c * kRowChunk), sum);
-        }
+        for (int64_t t = r * chunks; t < (r + 1) * chunks; ++t) chunk_sum(t);
+        const float sum = row_sum(r);
+        for (int64_t t = r * chunks; t < (r + 1) * chunks; ++t) chunk_write(t, sum);
       }
       if (kStream) stream_fence();
     });
     return;
   }
+  // Few rows: chunks are the tasks, so that every thread works; all sums, then all writes.
   const int64_t tasks = l.outer * chunks;
   parallel_for(tasks, 2, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t r = t / chunks, c = t % chunks;
-      const int64_t start = r * n + c * kRowChunk, len = std::min(kRowChunk, n - c * kRowChunk);
-      partials[t] = dot_row(g + start, y + start, len);
-    }
+    for (int64_t t = begin; t < end; ++t) chunk_sum(t);
   });
   parallel_for(tasks, 2, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t r = t / chunks, c = t % chunks;
-      float sum = 0.0f;
-      for (int64_t k = 0; k < chunks; ++k) sum += partials[r * chunks + k];
-      const int64_t start = r * n + c * kRowChunk, len = std::min(kRowChunk, n - c * kRowChunk);
-      write_row<kStream>(g + start, y + start, out + start, len, sum);
-    }
+    for (int64_t t = begin; t < end; ++t) chunk_write(t, row_sum(t / chunks));
     if (kStream) stream_fence();
   });
 }
