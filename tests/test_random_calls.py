@@ -1,0 +1,132 @@
+"""Seeded random calls of every op, with shapes drawn on both sides of the kernels' path
+thresholds (register, buffered and long Softmax rows, short and column blocks; fused, batched,
+short-plane and chunked GroupNorm groups; PReLU's weight layouts; GridSampler's channel blocks,
+compact and split schedules) and random input layouts, on every ISA variant. Each result is
+checked against the float64 reference and derived error bound of the op's own test module, and
+must be bitwise the same on 1 and 2 threads. The per-op tests pin each path with chosen shapes;
+this draws the combinations nobody chose.
+
+ACLNN_CPU_RANDOM_CALLS (default 6) sets the calls per op, seed and ISA variant: a long campaign
+is `ACLNN_CPU_RANDOM_CALLS=500 pytest tests/test_random_calls.py`."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+import test_grid_sampler2d_backward as gs_test
+import test_group_norm_backward as gn_test
+import test_prelu_backward as prelu_test
+import test_softmax_backward as softmax_test
+from support import BFLOAT16, strided_view
+
+CALLS = int(os.environ.get("ACLNN_CPU_RANDOM_CALLS", "6"))
+SEEDS = range(3)
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
+MAX_ELEMENTS = 1 << 19  # the float64 references stay quick
+# Lengths at and around the kernels' thresholds: vector widths (8, 16), Softmax's short (64),
+# register (128, 256), buffered (2048) and long (16384) rows, GroupNorm's chunks (16384).
+LENGTHS = [1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 20, 22, 31, 32, 33, 47, 63, 64, 65, 100, 127, 128, 129,
+           255, 256, 257, 1000, 2047, 2048, 2049, 16385, 20001]
+
+
+def length(rng, small=0.5):
+    return int(rng.integers(1, 9)) if rng.random() < small else int(rng.choice(LENGTHS))
+
+
+def shrink(shape, limit=MAX_ELEMENTS):
+    shape = list(shape)
+    while int(np.prod(shape, dtype=np.int64)) > limit:
+        k = int(np.argmax(shape))
+        shape[k] = max(1, shape[k] // 3)
+    return tuple(shape)
+
+
+def layout(rng, a):
+    return strided_view(rng, a, ["contiguous", "contiguous", "sliced", "transposed", "negative"][rng.integers(5)])
+
+
+def on_both_thread_counts(threads, call):
+    """call() on 1 and on 2 threads: the results (copies) of the second, which must equal the first."""
+    threads(1)
+    first = [None if r is None else np.array(r, copy=True) for r in call()]
+    threads(2)
+    second = [None if r is None else np.array(r, copy=True) for r in call()]
+    for a, b in zip(first, second):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.tobytes() == b.tobytes(), "results differ between 1 and 2 threads"
+    return second
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_softmax(isa, threads, seed):
+    rng = np.random.default_rng([1, seed])
+    for _ in range(CALLS):
+        dtype = DTYPES[rng.integers(3)]
+        shape = shrink([length(rng) for _ in range(int(rng.integers(1, 4)))])
+        dim = int(rng.integers(-len(shape), len(shape)))
+        g, y = softmax_test.inputs(rng, shape, dtype)
+        gv, yv = layout(rng, g), layout(rng, y)
+        (out,) = on_both_thread_counts(threads, lambda: (ac.softmax_backward(gv, yv, dim),))
+        softmax_test.check(g, y, dim, out)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_prelu(isa, threads, seed):
+    rng = np.random.default_rng([2, seed])
+    for _ in range(CALLS):
+        dtype = DTYPES[rng.integers(3)]
+        shape = shrink([length(rng, 0.6) for _ in range(int(rng.integers(0, 5)))])
+        per_channel = len(shape) >= 2 and rng.random() < 0.7
+        go, x, w = prelu_test.make(rng, shape, dtype, None if per_channel else 1)
+        gov, xv = layout(rng, go), layout(rng, x)
+        gi, gw = on_both_thread_counts(threads, lambda: ac.prelu_backward(gov, xv, w))
+        prelu_test.check(go, x, w, gi, gw)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_group_norm(isa, threads, seed):
+    rng = np.random.default_rng([3, seed])
+    for _ in range(CALLS):
+        dtype = DTYPES[rng.integers(3)]
+        G = int(rng.choice([1, 2, 3, 8, 32]))
+        D = int(rng.choice([1, 2, 5, 16, 40]))
+        N, C = int(rng.integers(1, 5)), G * D
+        HxW = shrink([length(rng, 0.3)], MAX_ELEMENTS // (N * C) or 1)[0]
+        shape = (N, C, HxW) if rng.random() < 0.6 else (N, C, HxW, 1)
+        args = gn_test.make(rng, shape, N, C, HxW, G, dtype, gamma=rng.random() < 0.8)
+        dy, x = layout(rng, args[0]), layout(rng, args[1])
+        mask = tuple(bool(v) for v in rng.integers(0, 2, 3))
+        mask = mask if any(mask) else (True, True, True)
+        call = lambda: ac.group_norm_backward(dy, x, *args[2:], output_mask=mask)
+        gn_test.check(args, on_both_thread_counts(threads, call), mask)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_grid_sampler(isa, threads, seed):
+    rng = np.random.default_rng([4, seed])
+    for _ in range(CALLS):
+        dtype = DTYPES[rng.integers(3)]
+        N = int(rng.integers(1, 6))
+        C = int(rng.choice([1, 2, 3, 4, 5, 8, 16, 17, 33]))
+        H, W = (int(rng.choice([1, 2, 5, 16, 33, 64])) for _ in range(2))
+        Ho, Wo = (int(rng.choice([1, 4, 16, 33, 64])) for _ in range(2))
+        while N * C * max(H * W, Ho * Wo) > MAX_ELEMENTS // 4:
+            N, C = max(1, N // 2), max(1, C // 2)
+        mode, pad, align = int(rng.integers(3)), int(rng.integers(3)), bool(rng.integers(2))
+        go, x, grid = gs_test.make(rng, N, C, H, W, Ho, Wo, dtype)
+        if rng.random() < 0.5:  # a warp: identity plus jitter, so positions reach nearby pixels
+            ys, xs = np.meshgrid((2 * np.arange(Ho) + 1) / Ho - 1, (2 * np.arange(Wo) + 1) / Wo - 1, indexing="ij")
+            grid = (np.stack([xs, ys], -1)[None] * rng.choice([0.25, 1.0])
+                    + rng.standard_normal((N, Ho, Wo, 2)) * 0.05).astype(dtype)
+        gov, xv, gridv = layout(rng, go), layout(rng, x), layout(rng, grid)
+        mask = tuple(bool(v) for v in rng.integers(0, 2, 2))
+        mask = mask if any(mask) else (True, True)
+        call = lambda: ac.grid_sampler2d_backward(gov, xv, gridv, mode, pad, align, mask)
+        ig, gg = on_both_thread_counts(threads, call)
+        assert (ig is None) != mask[0] and (gg is None) != mask[1]
+        gs_test.check(ig, gg, gs_test.reference(go, x, grid, mode, pad, align), dtype,
+                      f"N{N} C{C} {H}x{W}->{Ho}x{Wo} mode {mode} padding {pad} align {align}")
