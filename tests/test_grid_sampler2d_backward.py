@@ -660,6 +660,34 @@ def test_documented_errors(case):
             np.testing.assert_array_equal(new, old)
 
 
+# A limit of this implementation (not in the document): the kernel indexes a plane's pixels with
+# 32-bit integers, so H_in * W_in is at most 2^31 - 1. Bigger planes are refused in phase 1
+# (a 46341 x 46341 input used to crash the kernel). The inputs are zero-stride views: no memory.
+@pytest.mark.parametrize("H, W, status", [(1, 2 ** 31 - 1, 0), (2 ** 31 - 1, 1, 0), (1, 2 ** 31, 161002),
+                                          (2, 2 ** 30, 161002), (46341, 46341, 161002)])
+def test_plane_size_limit(H, W, status):
+    from numpy.lib.stride_tricks import as_strided
+
+    x = as_strided(np.ones(1, np.float16), shape=(1, 1, H, W), strides=(0, 0, 0, 0))
+    go = np.ones((1, 1, 2, 2), np.float16)
+    grid = np.array([[[[0.0, 0.0], [1.5, 1.5]], [[-0.5, 0.25], [2.0, -3.0]]]], np.float16)
+    gg = np.full(grid.shape, 5.0, np.float16)
+    if status == 0:  # phase 1 only: running it would take an 8 GiB workspace
+        size, executor = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, 0, 0, False, (False, True),
+                                                                       None, gg)
+        assert size > 0 and executor is not None
+        return
+    for api in ("functional", "two_phase"):
+        with pytest.raises(ac.ParamInvalidError) as info:
+            if api == "functional":
+                ac.grid_sampler2d_backward(go, x, grid, 0, 0, False, (False, True), out=(None, gg))
+            else:
+                ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, 0, 0, False, (False, True), None, gg)
+        assert info.value.status == status
+        assert "2147483647" in str(info.value), str(info.value)
+    np.testing.assert_array_equal(gg, np.float16(5.0))
+
+
 def test_bfloat16_only_on_atlas_a2(product):
     rng = np.random.default_rng(20)
     go, x, grid = make(rng, 1, 2, 3, 4, 5, 6, BFLOAT16)

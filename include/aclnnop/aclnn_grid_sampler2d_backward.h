@@ -59,6 +59,8 @@ extern "C" {
  *     gradOutput.]
  *   161002: dim(input, 2) > 0 && dim(input, 3) > 0 [161002 #8: one of the last two dims of
  *     input is 0.]
+ *   161002: dim(input, 2) <= 2147483647 / dim(input, 3) [161002 (a limit of this
+ *     implementation, not in the document): H_in * W_in exceeds 2^31 - 1.]
  *   161002: dim(grid, 3) == 2 [161002 #9: the last dim of grid is not 2.]
  *   161002: inputGrad has the shape of input (skipped for absent inputGrad) [161002 #10:
  *     inputGrad's shape differs from input's.]

@@ -222,21 +222,28 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                   std::string("input has shape ") + to_string(shape(input)) +
                   "; its last two dims must not be 0");
   }
-  // Rule 11 (check, registry/grid_sampler2d_backward.yaml:94): 161002 #9: the last dim of grid is
+  // Rule 11 (check, registry/grid_sampler2d_backward.yaml:94): 161002 (a limit of this
+  //   implementation, not in the document): H_in * W_in exceeds 2^31 - 1.
+  if (!(dim(input, 2) <= 2147483647 / dim(input, 3))) {
+    return reject(kParamInvalid, kOpName,
+                  std::string("input has shape ") + to_string(shape(input)) +
+                  "; a plane of H_in * W_in pixels must have at most 2147483647 (2^31 - 1)");
+  }
+  // Rule 12 (check, registry/grid_sampler2d_backward.yaml:100): 161002 #9: the last dim of grid is
   //   not 2.
   if (!(dim(grid, 3) == 2)) {
     return reject(kParamInvalid, kOpName,
                   std::string("grid has shape ") + to_string(shape(grid)) +
                   "; its last dim must be 2");
   }
-  // Rule 12 (same_shape, registry/grid_sampler2d_backward.yaml:98): 161002 #10: inputGrad's shape
+  // Rule 13 (same_shape, registry/grid_sampler2d_backward.yaml:104): 161002 #10: inputGrad's shape
   //   differs from input's.
   if (present(inputGrad) && shape(inputGrad) != shape(input)) {
     return reject(kParamInvalid, kOpName,
                   "inputGrad has shape " + to_string(shape(inputGrad)) + ", expected " +
                   to_string(shape(input)) + " (the shape of input)");
   }
-  // Rule 13 (same_shape, registry/grid_sampler2d_backward.yaml:101): 161002 #10: gridGrad's shape
+  // Rule 14 (same_shape, registry/grid_sampler2d_backward.yaml:107): 161002 #10: gridGrad's shape
   //   differs from grid's.
   if (present(gridGrad) && shape(gridGrad) != shape(grid)) {
     return reject(kParamInvalid, kOpName,
