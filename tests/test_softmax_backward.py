@@ -212,6 +212,32 @@ def test_strided_inputs(isa, layout_g, layout_y, dim):
     check(g, y, dim, ac.softmax_backward(gv, yv, dim))
 
 
+# A row whose elements are not adjacent (a sliced view, a broadcast input) or whose rows are
+# not adjacent runs the strided path, which sums it in the order of a contiguous row of its
+# length: bit for bit the contiguous result, for every row kernel's length (flat, register,
+# head, buffered, plain, chunked).
+STRIDED_ROW_LENGTHS = [1, 5, 17, 20, 22, 31, 32, 33, 100, 129, 300, 2049, 16384, 16385, 40000]
+
+
+@pytest.mark.parametrize("n", STRIDED_ROW_LENGTHS)
+@pytest.mark.parametrize("dtype,out_dtype", [(np.float32, np.float32), (np.float16, np.float16),
+                                             (BFLOAT16, BFLOAT16), (np.float16, np.float32),
+                                             (BFLOAT16, np.float64)], ids=str)
+def test_strided_rows_match_contiguous_rows(isa, n, dtype, out_dtype):
+    rng = np.random.default_rng(n)
+    rows = 3
+    g, y = inputs(rng, (rows, n), dtype)
+    expected = ac.softmax_backward(g, y, -1, out=np.empty((rows, n), out_dtype))
+    sliced = lambda a: np.repeat(a, 2, axis=1)[:, ::2]           # element stride 2
+    gapped = lambda a: np.concatenate([a, a[:, :3]], axis=1)[:, :n]  # unit stride, rows apart
+    for name, gv, yv in (("sliced", sliced(g), sliced(y)), ("gapped rows", gapped(g), gapped(y)),
+                         ("broadcast", np.broadcast_to(g[:1], g.shape), np.broadcast_to(y[:1], y.shape))):
+        want = expected if name != "broadcast" else np.broadcast_to(expected[:1], expected.shape)
+        got = ac.softmax_backward(gv, yv, -1, out=np.empty((rows, n), out_dtype))
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes(), f"{name}: not the contiguous row's bits"
+    check(g, y, -1, expected)
+
+
 # All three tensors in one permuted dense layout (transposed, channels-last): the kernel takes
 # their dims in memory order and runs the contiguous paths.
 PERMUTED = [((50, 70), (1, 0), -1), ((50, 70), (1, 0), 0), ((2, 40, 5, 6), (0, 2, 3, 1), 1),
