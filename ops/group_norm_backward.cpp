@@ -10,7 +10,9 @@
 // ds = sum dY*X; expanding ds = dsc + mean*db gives the lines above.) gamma absent = ones.
 //
 // gradOut, input and gradInput are each viewed as [N, C, HxW] in row-major order of their own
-// shape. Three schedules, chosen by shape and layout only (results never depend on threads):
+// shape. Where each group of every operand is one unit-stride run (contiguous operands, channel
+// slices of wider tensors: GroupRuns), the vector kernels run on per-group pointers; other
+// layouts go element by element through cursors. Three schedules, chosen by shape and layout only (results never depend on threads):
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
 //     still in cache (a group bigger than half an L2 writes its channels last to first, so the
@@ -233,6 +235,30 @@ void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx
 
 // ---------------------------------------------------------------------------------------------
 
+// Where the groups of one operand's [N, C, HxW] view start, when each group is one run of unit
+// stride: the innermost of the operand's coalesced dims has stride 1 and spans whole groups.
+// That holds for contiguous operands (one run) and for a channel slice x[:, c0:c1] of a wider
+// NCHW tensor (torch.chunk along the channels: a run per sample), which then take the
+// contiguous kernels; the element-by-element path took such a slice (N2 C640 32x32) 20 times
+// the contiguous call's time, 17 times torch's.
+struct GroupRuns {
+  const FlatIndex& f;
+  const bool ok;
+  GroupRuns(const FlatIndex& flat, int64_t group_elems)
+      : f(flat), ok(group_elems > 0 && f.stride[f.m - 1] == 1 && f.shape[f.m - 1] % group_elems == 0) {}
+  // Element offset of flat index `start`, the first element of a group.
+  int64_t at(int64_t start) const {
+    if (f.m == 1) return start;
+    const int64_t run = f.shape[f.m - 1];
+    int64_t outer = start / run, off = start % run;
+    for (int k = f.m - 2; k >= 0; --k) {
+      off += outer % f.shape[k] * f.stride[k];
+      outer /= f.shape[k];
+    }
+    return off;
+  }
+};
+
 // Elements of the dX runs written one after another (for stream_runs_fit): planes, or for short
 // planes the channel blocks of group_short.
 inline uint64_t run_elems(const Plan& p) {
@@ -246,7 +272,9 @@ struct Kernel {
   const Plan& p;
   float* ws;
   const FlatIndex fdy, fx, fdx;
-  const bool contiguous;
+  const GroupRuns rdy, rx, rdx;
+  const bool contiguous;  // every operand (group(): no offsets to compute)
+  const bool runs;        // every operand's groups are unit-stride runs: the vector kernels apply
   const bool stream;  // dX overflows the last-level cache: streaming stores
   // The fused schedule's second pass takes the group's channels last to first when the group
   // overflows half of an L2 (1 MiB on Zen 4): the sums pass has just left the group's last
@@ -267,8 +295,12 @@ struct Kernel {
         fdy(args.gradOut),
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
+        rdy(fdy, plan.D * plan.HxW),
+        rx(fx, plan.D * plan.HxW),
+        rdx(fdx, plan.D * plan.HxW),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
-        stream(plan.need_dx && !plan.empty &&
+        runs(!plan.empty && rdy.ok && rx.ok && rdx.ok),
+        stream(plan.need_dx && !plan.empty && fdx.contiguous() &&
                streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
                stream_runs_fit(args.gradInput.ptr<T>(), run_elems(plan) * sizeof(T))),
         // (An empty plan's D and HxW may be anything: see make_plan.)
@@ -285,19 +317,35 @@ struct Kernel {
 
   bool with_x() const { return p.need_dx || p.need_dgamma; }
 
+  // The first elements of group g of sample n (runs only; dx null when dX is not written).
+  struct Group {
+    const T* dy;
+    const T* x;
+    T* dx;
+  };
+  Group group(int64_t n, int64_t g) const {
+    const int64_t start = (n * p.C + g * p.D) * p.HxW;
+    if (contiguous) return Group{dy0 + start, x0 + start, p.need_dx ? dx0 + start : nullptr};
+    return Group{dy0 + rdy.at(start), x0 + rx.at(start), p.need_dx ? dx0 + rdx.at(start) : nullptr};
+  }
+
   Sums sums(int64_t n, int64_t c, int64_t h0, int64_t h1, float m) const {
     const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
-    if (!contiguous) return plane_sums_strided(dy0, x0, Cursor(fdy, start), Cursor(fx, start), len, m, with_x());
-    if (p.HxW < kWidth) return plane_sums_short(dy0 + start, x0 + start, len, m, with_x());
-    return plane_sums(dy0 + start, x0 + start, len, m, with_x());
+    if (!runs) return plane_sums_strided(dy0, x0, Cursor(fdy, start), Cursor(fx, start), len, m, with_x());
+    const Group gp = group(n, c / p.D);
+    const int64_t at = (c % p.D) * p.HxW + h0;
+    if (p.HxW < kWidth) return plane_sums_short(gp.dy + at, gp.x + at, len, m, with_x());
+    return plane_sums(gp.dy + at, gp.x + at, len, m, with_x());
   }
 
   void write(int64_t n, int64_t c, int64_t h0, int64_t h1, const Coef& k) const {
     const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
-    if (!contiguous) return plane_write_strided(dy0, x0, dx0, Cursor(fdy, start), Cursor(fx, start), Cursor(fdx, start), len, k);
-    if (p.HxW < kWidth) return plane_write_short(dy0 + start, x0 + start, dx0 + start, len, k);
-    if (stream) plane_write<true>(dy0 + start, x0 + start, dx0 + start, len, k);
-    else plane_write<false>(dy0 + start, x0 + start, dx0 + start, len, k);
+    if (!runs) return plane_write_strided(dy0, x0, dx0, Cursor(fdy, start), Cursor(fx, start), Cursor(fdx, start), len, k);
+    const Group gp = group(n, c / p.D);
+    const int64_t at = (c % p.D) * p.HxW + h0;
+    if (p.HxW < kWidth) return plane_write_short(gp.dy + at, gp.x + at, gp.dx + at, len, k);
+    if (stream) plane_write<true>(gp.dy + at, gp.x + at, gp.dx + at, len, k);
+    else plane_write<false>(gp.dy + at, gp.x + at, gp.dx + at, len, k);
   }
 
   // Group coefficients c2, c3 from the per-channel sums of (n, g).
@@ -353,7 +401,7 @@ struct Kernel {
   // 0.71-0.99x, N2 C512 HxW 16 G512 0.61-0.72x, N16 C64 HxW 16 G16 0.89-0.92x; groups of 2K+
   // elements (not batched) 0.96-1.00x.
   bool batches_groups() const {
-    return contiguous && p.HxW >= kWidth && p.D * p.HxW <= kBatchGroupMax;
+    return runs && p.HxW >= kWidth && p.D * p.HxW <= kBatchGroupMax;
   }
   void batched_groups(int64_t begin, int64_t end) const {
     alignas(64) float k1[kBatchMax], k2[kBatchMax], k3[kBatchMax];  // per channel (D = 1) or per group
@@ -363,9 +411,10 @@ struct Kernel {
       const int64_t g1 = std::min({p.G, g0 + batch, g0 + (end - t0)});
       for (int64_t g = g0; g < g1; ++g) {
         const float m = mean()[n * p.G + g];
+        const Group gp = group(n, g);
         for (int64_t c = g * p.D; c < (g + 1) * p.D; ++c) {
-          const int64_t at = (n * p.C + c) * p.HxW;
-          const Sums s = plane_sums(dy0 + at, x0 + at, p.HxW, m, with_x());
+          const int64_t at = (c - g * p.D) * p.HxW;
+          const Sums s = plane_sums(gp.dy + at, gp.x + at, p.HxW, m, with_x());
           ds()[n * p.C + c] = s.centred;
           db()[n * p.C + c] = s.dy;
         }
@@ -378,11 +427,12 @@ struct Kernel {
         }
         for (int64_t g = g0; g < g1; ++g) {
           const float m = mean()[n * p.G + g], r = rstd()[n * p.G + g];
+          const Group gp = group(n, g);
           for (int64_t c = g * p.D; c < (g + 1) * p.D; ++c) {
-            const int64_t at = (n * p.C + c) * p.HxW;
+            const int64_t at = (c - g * p.D) * p.HxW;
             const Coef k{p.D == 1 ? k1[g - g0] : r * gamma()[c], k2[g - g0], k3[g - g0], m};
-            if (stream) plane_write<true>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
-            else plane_write<false>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+            if (stream) plane_write<true>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
+            else plane_write<false>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
           }
         }
       }
@@ -402,7 +452,7 @@ struct Kernel {
     else std::fill(gamma(), gamma() + p.C, 1.0f);
   }
 
-  // A whole group of short planes (contiguous, HxW < kWidth): vectorised over the group's
+  // A whole group of short planes (runs, HxW < kWidth): vectorised over the group's
   // flat range in blocks of whole channels through stack buffers; per-channel sums are then
   // scalar over each channel's few positions, in order.
   void group_short(int64_t n, int64_t g) const {
@@ -410,9 +460,9 @@ struct Kernel {
     const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
     const float m = mean()[n * p.G + g];
     const VecF mv = set1(m);
-    const int64_t base = (n * p.C + cg0) * H;
-    const T* dy = dy0 + base;
-    const T* x = x0 + base;
+    const Group gp = group(n, g);
+    const T* dy = gp.dy;
+    const T* x = gp.x;
     float* dsn = ds() + n * p.C;
     float* dbn = db() + n * p.C;
     alignas(64) float bs[kShortBlock], bb[kShortBlock];
@@ -443,8 +493,8 @@ struct Kernel {
         return fma(rv * load_partial(gm + k, count), load_partial(dy + k, count),
                    fma(c2v, load_partial(x + k, count) - mv, c3v));
       };
-      if (stream) store_run<true>(dx0 + base, len, value);
-      else store_run<false>(dx0 + base, len, value);
+      if (stream) store_run<true>(gp.dx, len, value);
+      else store_run<false>(gp.dx, len, value);
       return;
     }
     for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
@@ -477,7 +527,7 @@ struct Kernel {
     group_coef(n, g, c2, c3);
     const float r = rstd()[n * p.G + g];
     const VecF c2v = set1(c2), c3v = set1(c3);
-    T* dx = dx0 + base;
+    T* dx = gp.dx;
     for (int64_t c0 = cg0; c0 < cg1; c0 += per_block) {
       const int64_t c1 = std::min(cg1, c0 + per_block), len = (c1 - c0) * H, off = (c0 - cg0) * H;
       for (int64_t c = c0; c < c1; ++c) {
@@ -504,17 +554,17 @@ struct Kernel {
       }
       for (int64_t t = begin; t < end; ++t) {
         const int64_t n = t / p.G, g = t % p.G;
-        if (contiguous && p.HxW < kWidth) {
+        if (runs && p.HxW < kWidth) {
           group_short(n, g);
           continue;
         }
         const float m = mean()[t];
         const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
-        if (contiguous) {
-          const int64_t base = (n * p.C + cg0) * p.HxW;
+        const Group gp = runs ? group(n, g) : Group{};
+        if (runs) {
           for (int64_t c = cg0; c < cg1; ++c) {
-            const int64_t at = base + (c - cg0) * p.HxW;
-            const Sums s = plane_sums(dy0 + at, x0 + at, p.HxW, m, with_x());
+            const int64_t at = (c - cg0) * p.HxW;
+            const Sums s = plane_sums(gp.dy + at, gp.x + at, p.HxW, m, with_x());
             ds()[n * p.C + c] = s.centred;
             db()[n * p.C + c] = s.dy;
           }
@@ -532,10 +582,10 @@ struct Kernel {
         for (int64_t i = 0; i < p.D; ++i) {
           const int64_t c = writes_backward ? cg1 - 1 - i : cg0 + i;
           const Coef k{r * gamma()[c], c2, c3, m};
-          if (contiguous) {
-            const int64_t at = (n * p.C + c) * p.HxW;
-            if (stream) plane_write<true>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
-            else plane_write<false>(dy0 + at, x0 + at, dx0 + at, p.HxW, k);
+          if (runs) {
+            const int64_t at = (c - cg0) * p.HxW;
+            if (stream) plane_write<true>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
+            else plane_write<false>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
           } else {
             write(n, c, 0, p.HxW, k);
           }

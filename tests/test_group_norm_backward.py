@@ -181,6 +181,31 @@ def test_channels_last_bitwise_across_thread_counts(threads, shape, N, C, HxW, G
     assert results[0] == results[1] == results[2]
 
 
+# Channel slices of wider NCHW tensors (torch.chunk along dim 1): each group is still one run
+# of unit stride, and the call takes the contiguous kernels, bit for bit the contiguous result,
+# in every schedule: fused, batched small groups, short planes, fused with the backward write,
+# chunked.
+SLICE_CASES = [(2, 64, 8, 8, 8), (8, 64, 8, 8, 64), (2, 32, 2, 3, 8), (4, 8, 128, 160, 2), (1, 4, 200, 200, 2),
+               (3, 6, 5, 7, 3)]
+
+
+@pytest.mark.parametrize("N,C,H,W,G", SLICE_CASES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_channel_slices_match_contiguous_bits(isa, N, C, H, W, G, dtype):
+    rng = np.random.default_rng(C * H + W)
+    args = make(rng, (N, C, H, W), N, C, H * W, G, dtype)
+    dy, x = args[0], args[1]
+    contiguous = ac.group_norm_backward(*args)
+    wide = lambda a: np.concatenate([a[:, :1], a, a[:, :2]], axis=1)  # a is wide[:, 1:C + 1]
+    dx_wide = np.full((N, C + 3, H, W), 7.0, dtype)
+    out = (dx_wide[:, 1:C + 1], np.empty(C, dtype), np.empty(C, dtype))
+    sliced = ac.group_norm_backward(wide(dy)[:, 1:C + 1], wide(x)[:, 1:C + 1], *args[2:], out=out)
+    for got, want in zip(sliced, contiguous):
+        assert np.ascontiguousarray(got).tobytes() == want.tobytes()
+    assert (f64(dx_wide[:, :1]) == 7.0).all() and (f64(dx_wide[:, C + 1:]) == 7.0).all()
+    check(args, contiguous)
+
+
 @pytest.mark.parametrize("shape,N,C,HxW,G", CASES, ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("with_gamma", [True, False])
