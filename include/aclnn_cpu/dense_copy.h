@@ -1,0 +1,151 @@
+// Dense copies of strided operands, for kernels whose fast paths want row-major data. An
+// operand in a layout no fast path takes (a slice along the last dim, a batch slice of a
+// softmax over an inner dim, a transposed plane) is gathered into a dense buffer in the
+// workspace, the kernel runs its contiguous code on the buffers, and a strided output is
+// computed into a buffer and scattered back. Values move bit for bit, and the contiguous
+// kernels never let an address decide a result, so such a call gives exactly the bits of the
+// same call on contiguous copies. Element by element through a cursor, those layouts had cost
+// 17-43x the contiguous call's time (GroupNorm, PReLU, Softmax over dim 1), up to 25x torch's.
+// For kernel translation units (compiled per ISA level).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "aclnn_cpu/flat_values.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/tensor_view.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+
+// Bytes of a dense copy of t, rounded up to a 64-byte line (so buffers laid out one after
+// another each start on a line).
+inline uint64_t dense_bytes(const TensorView& t) {
+  return (uint64_t(t.numel()) * t.itemsize() + 63) / 64 * 64;
+}
+
+// t's shape and dtype over the dense buffer `data` (row-major strides).
+inline TensorView dense_view(const TensorView& t, void* data) {
+  TensorView d = t;
+  d.data = data;
+  int64_t stride = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    d.strides[i] = stride;
+    stride *= t.shape[i];
+  }
+  return d;
+}
+
+// Lays out an op's dense copies one after another from `at` (null for a size query).
+struct DensePlace {
+  char* at = nullptr;
+  uint64_t bytes = 0;
+  // A dense view of shape_of's shape and dtype, placed after the previous ones.
+  TensorView take(const TensorView& shape_of) {
+    const TensorView t = dense_view(shape_of, at == nullptr ? nullptr : at + bytes);
+    bytes += dense_bytes(t);
+    return t;
+  }
+};
+
+// An op's workspace: [the kernel's own kernel_bytes][its dense copies]. prepare(dense_at)
+// returns the op's prepared call with its copies placed from dense_at (null: sizes only), and
+// a kernel_bytes that does not depend on where the copies go.
+template <class Prepare>
+auto prepare_in(void* workspace, Prepare&& prepare) {
+  char* ws = static_cast<char*>(workspace);
+  if (ws == nullptr) return prepare(nullptr);
+  return prepare(ws + prepare(nullptr).kernel_bytes);
+}
+
+namespace dense_detail {
+
+// t's elements in row-major order as stretches along its innermost coalesced dim: copy(first,
+// offset, len) with `first` the stretch's flat index, `offset` its element offset. Blocks of
+// kPiece elements are spread over the threads (a tensor that coalesces into one strided run,
+// such as a slice of every other element, splits too), each walking its stretches with one
+// cursor (short runs, such as a transposed plane's, are not worth a cursor each).
+constexpr int64_t kPiece = 8192;
+
+template <class Copy>
+void for_each_stretch(const TensorView& t, Copy&& copy) {
+  const FlatIndex f(t);
+  const int inner = f.m - 1;
+  const int64_t run = f.shape[inner], numel = t.numel();
+  const int64_t pieces = (numel + kPiece - 1) / kPiece;
+  parallel_for(pieces, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t first = p * kPiece, left = std::min(kPiece, numel - first);
+      Cursor at(f, first);
+      while (left > 0) {
+        const int64_t i0 = at.idx[inner], len = std::min(run - i0, left);
+        copy(first, at.off, len);
+        first += len;
+        left -= len;
+        // To the stretch's last element, then one step on (into the next run).
+        at.idx[inner] = i0 + len - 1;
+        at.off += (len - 1) * f.stride[inner];
+        at.next();
+      }
+    }
+  });
+}
+
+template <class E>
+void gather(const TensorView& t, void* dst) {
+  const E* src = t.ptr<const E>();
+  E* out = static_cast<E*>(dst);
+  const FlatIndex f(t);
+  const int64_t step = f.stride[f.m - 1];
+  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) {
+    E* d = out + first;
+    const E* s = src + off;
+    if (step == 1) {
+      std::memcpy(d, s, size_t(len) * sizeof(E));
+    } else {
+      for (int64_t i = 0; i < len; ++i) d[i] = s[i * step];
+    }
+  });
+}
+
+template <class E>
+void scatter(const void* src, const TensorView& t) {
+  const E* in = static_cast<const E*>(src);
+  E* dst = t.ptr<E>();
+  const FlatIndex f(t);
+  const int64_t step = f.stride[f.m - 1];
+  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) {
+    const E* s = in + first;
+    E* d = dst + off;
+    if (step == 1) {
+      std::memcpy(d, s, size_t(len) * sizeof(E));
+    } else {
+      for (int64_t i = 0; i < len; ++i) d[i * step] = s[i];
+    }
+  });
+}
+
+}  // namespace dense_detail
+
+// dst (dense, t.numel() elements) = t's elements in row-major order.
+inline void copy_to_dense(const TensorView& t, void* dst) {
+  if (t.numel() == 0) return;
+  switch (t.itemsize()) {
+    case 2: return dense_detail::gather<uint16_t>(t, dst);
+    case 4: return dense_detail::gather<uint32_t>(t, dst);
+    default: return dense_detail::gather<uint64_t>(t, dst);
+  }
+}
+
+// t's elements in row-major order = src (dense). t must not overlap itself (outputs never do).
+inline void copy_from_dense(const void* src, const TensorView& t) {
+  if (t.numel() == 0) return;
+  switch (t.itemsize()) {
+    case 2: return dense_detail::scatter<uint16_t>(src, t);
+    case 4: return dense_detail::scatter<uint32_t>(src, t);
+    default: return dense_detail::scatter<uint64_t>(src, t);
+  }
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu

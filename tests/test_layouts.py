@@ -1,0 +1,123 @@
+"""Softmax, GroupNorm and PReLU give the bits of their contiguous call whatever the layouts of
+their operands: slices along the last dim, transposed planes, batch and channel slices,
+broadcast inputs, and outputs written through strided views (which leave the rest of their
+buffers alone). Layouts that no fast path takes run from dense copies in the workspace
+(include/aclnn_cpu/dense_copy.h); the others run fast paths that sum in the contiguous order.
+(Exceptions by design: a Softmax whose three operands share one permuted dense layout sums in
+that layout's memory order; a PReLU gradOutput broadcast within the rows keeps the kernel's
+own strided order, tested against its bound in test_prelu_backward.py.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aclnn_cpu as ac
+from support import BFLOAT16
+
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
+SENTINEL = 7.0
+
+
+def view(a, kind):
+    """The values of a (4-D) in another layout."""
+    if kind == "contiguous":
+        return a.copy()
+    if kind == "last-slice":  # every other element along the last dim
+        return np.repeat(a, 2, axis=-1)[..., ::2]
+    if kind == "transposed-planes":
+        return np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+    if kind == "batch-slice":
+        return np.concatenate([a, a], axis=0)[::2]
+    if kind == "channel-slice":
+        return np.concatenate([a, a[:, :1]], axis=1)[:, :a.shape[1]]
+    if kind == "broadcast":  # one sample's values for every sample (stride 0)
+        return np.broadcast_to(a[:1], a.shape)
+    raise ValueError(kind)
+
+
+KINDS = ["last-slice", "transposed-planes", "batch-slice", "channel-slice", "broadcast"]
+
+
+def out_view(shape, dtype, kind):
+    """An output view of `shape` inside a sentinel-filled buffer, and that buffer."""
+    if kind == "contiguous":
+        buf = np.full(shape, SENTINEL, dtype)
+        return buf, buf
+    if kind == "last-slice":
+        buf = np.full(shape[:-1] + (2 * shape[-1],), SENTINEL, dtype)
+        return buf[..., 1::2], buf
+    buf = np.full(shape[:-2] + (shape[-1], shape[-2]), SENTINEL, dtype)  # transposed planes
+    return buf.swapaxes(-1, -2), buf
+
+
+def assert_same_bits(got, want, buf=None, what=""):
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes(), what
+    if buf is not None:  # the view's elements are the result, every other element the sentinel
+        assert np.count_nonzero(buf.astype(np.float64) != SENTINEL) <= np.asarray(got).size
+
+
+def inputs_for(kind, *arrays):
+    """The arrays in layout `kind`; with 'broadcast', the contiguous reference takes the same
+    (broadcast) values."""
+    views = [view(a, kind) for a in arrays]
+    refs = [np.ascontiguousarray(v) for v in views]
+    return views, refs
+
+
+# (Not transposed planes in and out: one permuted dense layout for all three operands, which
+# the kernel takes in memory order, summing the dim in the order of the path that order gives,
+# by design: ops/softmax_backward.cpp, in_memory_order.)
+SOFTMAX_LAYOUTS = [(k, o) for k in KINDS for o in ["contiguous", "last-slice", "transposed-planes"]
+                   if not k == o == "transposed-planes"]
+
+
+@pytest.mark.parametrize("kind,out_kind", SOFTMAX_LAYOUTS, ids=str)
+@pytest.mark.parametrize("dim", [1, 3, -2])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_softmax(isa, kind, out_kind, dim, dtype):
+    rng = np.random.default_rng(1)
+    shape = (3, 5, 6, 37)
+    g, y = rng.standard_normal(shape).astype(dtype), rng.random(shape).astype(dtype)
+    (gv, yv), (gr, yr) = inputs_for(kind, g, y)
+    want = ac.softmax_backward(gr, yr, dim)
+    out, buf = out_view(shape, dtype, out_kind)
+    got = ac.softmax_backward(gv, yv, dim, out=out)
+    assert_same_bits(got, want, buf, f"{kind} -> {out_kind}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("out_kind", ["contiguous", "last-slice", "transposed-planes"])
+@pytest.mark.parametrize("N,C,H,W,G", [(2, 8, 6, 20, 4), (2, 6, 3, 3, 3), (1, 4, 130, 130, 2)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
+    rng = np.random.default_rng(2)
+    shape = (N, C, H, W)
+    x, dy = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    mean = rng.standard_normal((N, G)).astype(dtype)
+    rstd = (rng.random((N, G)) + 0.5).astype(dtype)
+    gamma = rng.standard_normal(C).astype(dtype)
+    (dyv, xv), (dyr, xr) = inputs_for(kind, dy, x)
+    want = ac.group_norm_backward(dyr, xr, mean, rstd, gamma, N, C, H * W, G)
+    out, buf = out_view(shape, dtype, out_kind)
+    got = ac.group_norm_backward(dyv, xv, mean, rstd, gamma, N, C, H * W, G,
+                                 out=(out, np.empty(C, dtype), np.empty(C, dtype)))
+    assert_same_bits(got[0], want[0], buf, f"gradInput {kind} -> {out_kind}")
+    assert_same_bits(got[1], want[1], None, "gradGammaOut")
+    assert_same_bits(got[2], want[2], None, "gradBetaOut")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("out_kind", ["contiguous", "last-slice", "transposed-planes"])
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_prelu(isa, kind, out_kind, per_channel, dtype):
+    rng = np.random.default_rng(3)
+    shape = (3, 4, 9, 40)
+    x, go = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(4 if per_channel else 1).astype(dtype)
+    (gov, xv), (gor, xr) = inputs_for(kind, go, x)
+    want = ac.prelu_backward(gor, xr, w)
+    out, buf = out_view(shape, dtype, out_kind)
+    got = ac.prelu_backward(gov, xv, w, out=(out, np.empty(w.shape, dtype)))
+    assert_same_bits(got[0], want[0], buf, f"gradInput {kind} -> {out_kind}")
+    assert_same_bits(got[1], want[1], None, "gradWeight")
