@@ -860,11 +860,58 @@ struct Prepared {
   GroupNormBackwardArgs args;
   Plan plan;
   bool dense_dy = false, dense_x = false, dense_dx = false;
+  GroupNormBackwardArgs views;  // what the dense copies copy: the given operands (planes in memory order)
   uint64_t kernel_bytes = 0, bytes = 0;  // the plan's floats; the whole workspace
 };
 
-Prepared prepare(const GroupNormBackwardArgs& given, char* dense_at) {
-  Prepared r{given, make_plan(given)};
+// t as [N, C, HxW] with each (n, c) plane taken in memory order, when t is [N, C, ...] and
+// its plane dims are a dense permutation with positive strides (transposed planes, say):
+// false otherwise. Taken only when every operand's planes share one layout, so that position k
+// of a plane is the same (h, w) in all of them; the sums then run in memory order.
+bool plane_in_memory_order(const TensorView& t, int64_t N, int64_t C, TensorView& out) {
+  if (t.ndim < 4 || t.shape[0] != N || t.shape[1] != C) return false;
+  int order[kMaxDims];
+  int k = 0;
+  for (int i = 2; i < t.ndim; ++i)
+    if (t.shape[i] != 1) order[k++] = i;
+  // Innermost first: ascending strides (an insertion sort over at most kMaxDims dims).
+  for (int i = 1; i < k; ++i)
+    for (int j = i; j > 0 && t.strides[order[j]] < t.strides[order[j - 1]]; --j) std::swap(order[j], order[j - 1]);
+  int64_t expect = 1;
+  for (int i = 0; i < k; ++i) {
+    if (t.strides[order[i]] != expect) return false;
+    expect *= t.shape[order[i]];
+  }
+  out = t;
+  out.ndim = 3;
+  out.shape[2] = expect;
+  out.strides[2] = 1;
+  for (int i = 3; i < kMaxDims; ++i) out.shape[i] = 0, out.strides[i] = 0;
+  return true;
+}
+
+// Operands whose planes share one permuted dense layout (transposed planes) run in memory
+// order: GroupNorm's sums do not depend on the position order beyond rounding, and dX is
+// elementwise. (Through dense copies, transposed planes of N2 C640 32x32 took 1.2 ms against
+// torch's 0.19.) A masked-off gradInput does not count.
+void planes_in_memory_order(GroupNormBackwardArgs& a, int64_t N, int64_t C, bool need_dx) {
+  const TensorView& x = a.input;
+  if (x.ndim < 4 || x.is_contiguous() || !x.same_layout(a.gradOut) || (need_dx && !x.same_layout(a.gradInput)))
+    return;
+  TensorView dy, xm, dx;
+  if (!plane_in_memory_order(a.gradOut, N, C, dy) || !plane_in_memory_order(x, N, C, xm)) return;
+  if (need_dx && !plane_in_memory_order(a.gradInput, N, C, dx)) return;
+  a.gradOut = dy;
+  a.input = xm;
+  if (need_dx) a.gradInput = dx;
+}
+
+Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
+  Prepared r{given_args, make_plan(given_args), false, false, false, given_args};
+  if (!r.plan.empty && !r.plan.channel_rows)
+    planes_in_memory_order(r.args, r.plan.N, r.plan.C, r.plan.need_dx);
+  const GroupNormBackwardArgs given = r.args;
+  r.views = given;
   if (!r.plan.empty && !r.plan.channel_rows) {
     const int64_t group_elems = r.plan.D * r.plan.HxW;
     const auto runs = [&](const TensorView& t) {
@@ -895,8 +942,8 @@ uint64_t group_norm_backward_workspace(const GroupNormBackwardArgs& args) {
 
 aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspace) {
   const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(args, dense_at); });
-  if (r.dense_dy) copy_to_dense(args.gradOut, r.args.gradOut.data);
-  if (r.dense_x) copy_to_dense(args.input, r.args.input.data);
+  if (r.dense_dy) copy_to_dense(r.views.gradOut, r.args.gradOut.data);
+  if (r.dense_x) copy_to_dense(r.views.input, r.args.input.data);
   float* floats = static_cast<float*>(workspace);
   switch (args.gradOut.dtype) {
     case DType::Float32: Kernel<float>(r.args, r.plan, floats).run(); break;
@@ -904,7 +951,7 @@ aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspa
     case DType::BFloat16: Kernel<bfloat16_t>(r.args, r.plan, floats).run(); break;
     default: return kInner;
   }
-  if (r.dense_dx) copy_from_dense(r.args.gradInput.data, args.gradInput);
+  if (r.dense_dx) copy_from_dense(r.args.gradInput.data, r.views.gradInput);
   return kSuccess;
 }
 

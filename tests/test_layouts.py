@@ -3,8 +3,8 @@ their operands: slices along the last dim, transposed planes, batch and channel 
 broadcast inputs, and outputs written through strided views (which leave the rest of their
 buffers alone). Layouts that no fast path takes run from dense copies in the workspace
 (include/aclnn_cpu/dense_copy.h); the others run fast paths that sum in the contiguous order.
-(Exceptions by design: a Softmax whose three operands share one permuted dense layout sums in
-that layout's memory order; a PReLU gradOutput broadcast within the rows keeps the kernel's
+(Exceptions by design: a Softmax whose three operands share one permuted dense layout, and a
+GroupNorm whose operands' planes do, sum in memory order; a PReLU gradOutput broadcast within the rows keeps the kernel's
 own strided order, tested against its bound in test_prelu_backward.py.)"""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
+import test_group_norm_backward as gn_test
 from support import BFLOAT16
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
@@ -85,8 +86,12 @@ def test_softmax(isa, kind, out_kind, dim, dtype):
     assert_same_bits(got, want, buf, f"{kind} -> {out_kind}")
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("out_kind", ["contiguous", "last-slice", "transposed-planes"])
+# (Not transposed planes in and out: planes that share one permuted dense layout run in memory
+# order, tested below against the float64 reference.)
+GROUP_NORM_LAYOUTS = SOFTMAX_LAYOUTS
+
+
+@pytest.mark.parametrize("kind,out_kind", GROUP_NORM_LAYOUTS, ids=str)
 @pytest.mark.parametrize("N,C,H,W,G", [(2, 8, 6, 20, 4), (2, 6, 3, 3, 3), (1, 4, 130, 130, 2)], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
@@ -121,3 +126,22 @@ def test_prelu(isa, kind, out_kind, per_channel, dtype):
     got = ac.prelu_backward(gov, xv, w, out=(out, np.empty(w.shape, dtype)))
     assert_same_bits(got[0], want[0], buf, f"gradInput {kind} -> {out_kind}")
     assert_same_bits(got[1], want[1], None, "gradWeight")
+
+
+@pytest.mark.parametrize("N,C,H,W,G", [(2, 8, 6, 20, 4), (2, 6, 3, 3, 3), (1, 4, 130, 130, 2), (2, 64, 16, 16, 32)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_group_norm_planes_sharing_a_permuted_layout(isa, threads, N, C, H, W, G, dtype):
+    """Transposed planes in gradOut, input and gradInput alike run in memory order: within the
+    float64 reference's bound, the same bits on 1 and 2 threads, the buffer's layout kept."""
+    rng = np.random.default_rng(5)
+    args = gn_test.make(rng, (N, C, H, W), N, C, H * W, G, dtype)
+    dy, x = view(args[0], "transposed-planes"), view(args[1], "transposed-planes")
+    results = []
+    for count in (1, 2):
+        threads(count)
+        out, buf = out_view((N, C, H, W), dtype, "transposed-planes")
+        got = ac.group_norm_backward(dy, x, *args[2:], out=(out, np.empty(C, dtype), np.empty(C, dtype)))
+        results.append(b"".join(np.ascontiguousarray(a).tobytes() for a in got))
+    assert results[0] == results[1]
+    gn_test.check(args, got)
