@@ -296,9 +296,10 @@ struct Kernel {
         fdy(args.gradOut),
         fx(args.input),
         fdx(plan.need_dx ? args.gradInput : args.input),
-        rdy(fdy, plan.D * plan.HxW),
-        rx(fx, plan.D * plan.HxW),
-        rdx(fdx, plan.D * plan.HxW),
+        // (An empty plan's D and HxW may be anything, their product too: see make_plan.)
+        rdy(fdy, plan.empty ? 0 : plan.D * plan.HxW),
+        rx(fx, plan.empty ? 0 : plan.D * plan.HxW),
+        rdx(fdx, plan.empty ? 0 : plan.D * plan.HxW),
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
         runs(!plan.empty && rdy.ok && rx.ok && rdx.ok),
         stream(plan.need_dx && !plan.empty && fdx.contiguous() &&
