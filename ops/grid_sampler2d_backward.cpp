@@ -1086,7 +1086,7 @@ void store_plane(const float* src, int64_t parts, int64_t part_stride, T* base, 
     }
     if (contiguous) {
       T* out = base + p0 + q0;
-      const auto value = [&](int64_t i, int64_t count) {
+      const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
         return count == simd::kWidth ? simd::load(v + i) : simd::load_partial(v + i, count);
       };
       if (stream && std::is_same<T, float>::value) simd::store_run<true>(out, n, value);

@@ -406,7 +406,7 @@ float weight_at(const TensorView& w, int64_t c) {
 // out[i] = ((0.0f + rows[i]) + rows[stride + i]) + ... over `count` rows, for i < n: each
 // column summed in row order from 0.0f, as the scalar loops it stands for, a vector at a time.
 inline void add_rows(const float* rows, int64_t count, int64_t n, int64_t stride, float* out) {
-  const auto column = [&](int64_t i, int64_t lanes) {
+  const auto column = [&](int64_t i, int64_t lanes) __attribute__((always_inline)) {
     VecF sum = zero();
     for (int64_t r = 0; r < count; ++r)
       sum = sum + (lanes == kWidth ? load(rows + r * stride + i) : load_partial(rows + r * stride + i, lanes));

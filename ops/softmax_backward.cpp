@@ -106,12 +106,12 @@ float dot_row(const T* g, const T* y, int64_t n) {
 template <bool kStream, class T, class O>
 void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
   const VecF s = set1(sum);
-  const auto value = [&](int64_t i, int64_t count) {
+  const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     if (count == kWidth) return load(y + i) * (load(g + i) - s);
     return load_partial(y + i, count) * (load_partial(g + i, count) - s);
   };
   if constexpr (kSameLayout<T, O>) {  // pairs line up lane for lane from inputs to out
-    store_run_pairs<kStream>(out, n, [&](int64_t i) {
+    store_run_pairs<kStream>(out, n, [&](int64_t i) __attribute__((always_inline)) {
       const Pair gp = load_pair(g + i), yp = load_pair(y + i);
       return Pair{yp.a * (gp.a - s), yp.b * (gp.b - s)};
     }, value);
@@ -330,7 +330,7 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
       for (; i + kWidth <= m; i += kWidth) store(buffer + i, load(gb + i) * load(yb + i));
       if (i < m) store_partial(buffer + i, load_partial(gb + i, m - i) * load_partial(yb + i, m - i), m - i);
       sum_spread_dispatch(buffer, nr, n, std::make_integer_sequence<int, kShortRow - 1>{});
-      store_run<kStream>(ob, m, [&](int64_t k, int64_t count) {
+      store_run<kStream>(ob, m, [&](int64_t k, int64_t count) __attribute__((always_inline)) {
         if (count == kWidth) return load(yb + k) * (load(gb + k) - load(buffer + k));
         return load_partial(yb + k, count) * (load_partial(gb + k, count) - load_partial(buffer + k, count));
       });
@@ -437,7 +437,7 @@ void column_tile(const T* g, const T* y, O* out, int64_t size, int64_t inner, in
     const T* gd = g + d * inner;
     const T* yd = y + d * inner;
     O* od = out + d * inner;
-    store_run<kStream>(od, width, [&](int64_t j, int64_t count) {
+    store_run<kStream>(od, width, [&](int64_t j, int64_t count) __attribute__((always_inline)) {
       if (count == kWidth) return load(yd + j) * (load(gd + j) - load(acc + j));
       return load_partial(yd + j, count) * (load_partial(gd + j, count) - load_partial(acc + j, count));
     });
