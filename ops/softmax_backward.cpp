@@ -25,6 +25,7 @@
 #include "aclnn_cpu/ops/softmax_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/strided_move.h"
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -499,10 +500,8 @@ float strided_row_sum(const T* g, const T* y, int64_t dg, int64_t dy, int64_t n)
     VecF a0 = zero(), a1 = zero(), a2 = zero(), a3 = zero();
     for (int64_t i = 0; i < len; i += kGather) {
       const int64_t m = std::min(kGather, len - i);
-      for (int64_t k = 0; k < m; ++k) {
-        gb[k] = g[(c0 + i + k) * dg];
-        yb[k] = y[(c0 + i + k) * dy];
-      }
+      gather_run(gb, g + (c0 + i) * dg, m, dg);
+      gather_run(yb, y + (c0 + i) * dy, m, dy);
       dot_accumulate(gb, yb, 0, m, a0, a1, a2, a3);
     }
     return reduce_add((a0 + a1) + (a2 + a3));
@@ -559,12 +558,10 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
         // a contiguous row), the outputs scattered to their stride.
         alignas(64) T gb[kGather], yb[kGather];
         alignas(64) O ob[kGather];
-        for (int64_t d = 0; d < n; ++d) {
-          gb[d] = g[d * dg];
-          yb[d] = y[d * dy];
-        }
+        gather_run(gb, g, n, dg);
+        gather_run(yb, y, n, dy);
         write_row<false>(gb, yb, ob, n, dot_row(gb, yb, n));
-        for (int64_t d = 0; d < n; ++d) out[d * dout] = ob[d];
+        scatter_run(out, ob, n, dout);
       } else if (unit) {
         write_row<false>(g, y, out, n, strided_row_sum<T, O>(g, y, dg, dy, n));
       } else {

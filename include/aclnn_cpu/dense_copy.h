@@ -13,6 +13,7 @@
 
 #include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/strided_move.h"
 #include "aclnn_cpu/tensor_view.h"
 
 namespace aclnn_cpu {
@@ -97,15 +98,7 @@ void gather(const TensorView& t, void* dst) {
   E* out = static_cast<E*>(dst);
   const FlatIndex f(t);
   const int64_t step = f.stride[f.m - 1];
-  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) {
-    E* d = out + first;
-    const E* s = src + off;
-    if (step == 1) {
-      std::memcpy(d, s, size_t(len) * sizeof(E));
-    } else {
-      for (int64_t i = 0; i < len; ++i) d[i] = s[i * step];
-    }
-  });
+  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) { gather_run(out + first, src + off, len, step); });
 }
 
 template <class E>
@@ -114,15 +107,7 @@ void scatter(const void* src, const TensorView& t) {
   E* dst = t.ptr<E>();
   const FlatIndex f(t);
   const int64_t step = f.stride[f.m - 1];
-  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) {
-    const E* s = in + first;
-    E* d = dst + off;
-    if (step == 1) {
-      std::memcpy(d, s, size_t(len) * sizeof(E));
-    } else {
-      for (int64_t i = 0; i < len; ++i) d[i * step] = s[i];
-    }
-  });
+  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) { scatter_run(dst + off, in + first, len, step); });
 }
 
 }  // namespace dense_detail
