@@ -885,30 +885,10 @@ struct Prepared {
   uint64_t kernel_bytes = 0, bytes = 0;  // the plan's floats; the whole workspace
 };
 
-// t as [N, C, HxW] with each (n, c) plane taken in memory order, when t is [N, C, ...] and
-// its plane dims are a dense permutation with positive strides (transposed planes, say):
-// false otherwise. Taken only when every operand's planes share one layout, so that position k
-// of a plane is the same (h, w) in all of them; the sums then run in memory order.
+// t as [N, C, HxW] with each (n, c) plane taken in memory order (TensorView::
+// planes_in_memory_order), when t is [N, C, ...] of rank 4 or more.
 bool plane_in_memory_order(const TensorView& t, int64_t N, int64_t C, TensorView& out) {
-  if (t.ndim < 4 || t.shape[0] != N || t.shape[1] != C) return false;
-  int order[kMaxDims];
-  int k = 0;
-  for (int i = 2; i < t.ndim; ++i)
-    if (t.shape[i] != 1) order[k++] = i;
-  // Innermost first: ascending strides (an insertion sort over at most kMaxDims dims).
-  for (int i = 1; i < k; ++i)
-    for (int j = i; j > 0 && t.strides[order[j]] < t.strides[order[j - 1]]; --j) std::swap(order[j], order[j - 1]);
-  int64_t expect = 1;
-  for (int i = 0; i < k; ++i) {
-    if (t.strides[order[i]] != expect) return false;
-    expect *= t.shape[order[i]];
-  }
-  out = t;
-  out.ndim = 3;
-  out.shape[2] = expect;
-  out.strides[2] = 1;
-  for (int i = 3; i < kMaxDims; ++i) out.shape[i] = 0, out.strides[i] = 0;
-  return true;
+  return t.ndim >= 4 && t.shape[0] == N && t.shape[1] == C && t.planes_in_memory_order(out);
 }
 
 // Operands whose planes share one permuted dense layout (transposed planes) run in memory

@@ -574,6 +574,23 @@ static PreluBackwardArgs as_channel_rows(const PreluBackwardArgs& a) {
   return rows;
 }
 
+// Transposed planes (dims 2 and on a dense permutation, dims 0 and 1 around them) as [N, C, P]
+// with each plane in memory order, when gradOutput, self and gradInput share that layout:
+// gradInput is elementwise, and each channel's gradWeight sum takes the plane's elements in
+// memory order (another fixed order, as for channel rows). Through dense copies, transposed
+// planes of [8, 64, 56, 56] took 10.9x the contiguous call's time (1.17 ms; torch 3.9 ms).
+static PreluBackwardArgs as_planes_in_memory_order(const PreluBackwardArgs& a) {
+  const TensorView& x = a.self;
+  if (x.ndim < 4 || x.numel() == 0 || x.is_contiguous() || !x.same_layout(a.gradOutput) ||
+      !x.same_layout(a.gradInput))
+    return a;
+  PreluBackwardArgs planes = a;
+  if (!a.gradOutput.planes_in_memory_order(planes.gradOutput) || !x.planes_in_memory_order(planes.self) ||
+      !a.gradInput.planes_in_memory_order(planes.gradInput))
+    return a;
+  return planes;
+}
+
 namespace {
 
 // The call as the kernel runs it: when a row's positions are not unit-stride in all three
@@ -593,7 +610,7 @@ struct Prepared {
 
 Prepared prepare(const PreluBackwardArgs& given, char* dense_at) {
   Prepared r;
-  r.args = as_channel_rows(given);
+  r.args = as_planes_in_memory_order(as_channel_rows(given));
   r.l = make_layout(r.args);
   const bool empty = r.l.N * r.l.W == 0;
   if (!empty && (r.l.run_stride[kGo] != 1 || r.l.run_stride[kX] != 1 || r.l.run_stride[kGi] != 1)) {

@@ -4,8 +4,9 @@ broadcast inputs, and outputs written through strided views (which leave the res
 buffers alone). Layouts that no fast path takes run from dense copies in the workspace
 (include/aclnn_cpu/dense_copy.h); the others run fast paths that sum in the contiguous order.
 (Exceptions by design: a Softmax whose three operands share one permuted dense layout, and a
-GroupNorm whose operands' planes do, sum in memory order; a PReLU gradOutput broadcast within the rows keeps the kernel's
-own strided order, tested against its bound in test_prelu_backward.py.)"""
+GroupNorm or PReLU whose operands' planes do, sum in memory order; a PReLU gradOutput
+broadcast within the rows keeps the kernel's own strided order, tested against its bound in
+test_prelu_backward.py.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -111,8 +112,12 @@ def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
     assert_same_bits(got[2], want[2], None, "gradBetaOut")
 
 
-@pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("out_kind", ["contiguous", "last-slice", "transposed-planes"])
+# (Not transposed planes in and out: those run in memory order, tested against the float64
+# reference in test_prelu_backward.py.)
+PRELU_LAYOUTS = SOFTMAX_LAYOUTS
+
+
+@pytest.mark.parametrize("kind,out_kind", PRELU_LAYOUTS, ids=str)
 @pytest.mark.parametrize("per_channel", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_prelu(isa, kind, out_kind, per_channel, dtype):

@@ -186,6 +186,31 @@ def test_channels_last(isa, shape, dtype):
     check(go, x, w, gi, result[1])
 
 
+def transposed_planes(a):
+    """a's values with the last two dims swapped in memory (strides of a transposed plane)."""
+    return np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (2, 3, 4, 9, 11), (1, 40, 33, 2), (2, 16, 48, 40)], ids=str)
+@pytest.mark.parametrize("single_weight", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_planes_sharing_a_permuted_layout(isa, threads, shape, single_weight, dtype):
+    # self, gradOutput and gradInput with the same transposed planes run with each plane in
+    # memory order: within the float64 bound, the same bits on 1 and 2 threads, and gradInput
+    # written through its own strides.
+    rng = np.random.default_rng(sum(shape))
+    go, x, w = make(rng, shape, dtype, 1 if single_weight else None)
+    results = []
+    for count in (1, 2):
+        threads(count)
+        gi = transposed_planes(np.full(x.shape, np.nan, dtype))
+        result = ac.prelu_backward(transposed_planes(go), transposed_planes(x), w, out=(gi, np.empty(w.shape, dtype)))
+        assert result[0] is gi
+        results.append(gi.tobytes(order="A") + np.asarray(result[1]).tobytes())
+    assert results[0] == results[1]
+    check(go, x, w, gi, result[1])
+
+
 # (5, 6, 70) runs in column blocks, (40, 6) as one-position channels (vector sums across
 # channels), (2, 6, 300) in channel runs; each with a strided weight and gradWeight.
 @pytest.mark.parametrize("shape", [(5, 6, 70), (40, 6), (2, 6, 300)], ids=str)

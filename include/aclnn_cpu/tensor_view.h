@@ -90,6 +90,35 @@ struct TensorView {
     }
     return true;
   }
+  // This view as [d0, d1, P] with each (i0, i1) plane, dims 2 and on, taken in memory order,
+  // when those dims are a dense permutation with positive strides (transposed planes, say):
+  // false otherwise. For elementwise ops and per-plane sums on operands that share the layout,
+  // so that position k of a plane is the same element in all of them.
+  ACLNN_VIEW_INLINE bool planes_in_memory_order(TensorView& out) const {
+    if (ndim < 3) return false;
+    int order[kMaxDims];
+    int k = 0;
+    for (int i = 2; i < ndim; ++i)
+      if (shape[i] != 1) order[k++] = i;
+    // Innermost first: ascending strides (an insertion sort over at most kMaxDims dims).
+    for (int i = 1; i < k; ++i)
+      for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; --j) {
+        const int t = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = t;
+      }
+    int64_t expect = 1;
+    for (int i = 0; i < k; ++i) {
+      if (strides[order[i]] != expect) return false;
+      expect *= shape[order[i]];
+    }
+    out = *this;
+    out.ndim = 3;
+    out.shape[2] = expect;
+    out.strides[2] = 1;
+    for (int i = 3; i < kMaxDims; ++i) out.shape[i] = 0, out.strides[i] = 0;
+    return true;
+  }
   template <typename T> ACLNN_VIEW_INLINE T* ptr() const { return static_cast<T*>(data); }
 };
 
