@@ -5,8 +5,8 @@ buffers alone). Layouts that no fast path takes run from dense copies in the wor
 (include/aclnn_cpu/dense_copy.h); the others run fast paths that sum in the contiguous order.
 (Exceptions by design: a Softmax whose three operands share one permuted dense layout, and a
 GroupNorm or PReLU whose operands' planes do, sum in memory order; a PReLU gradOutput
-broadcast within the rows keeps the kernel's own strided order, tested against its bound in
-test_prelu_backward.py.)"""
+broadcast within the rows, or planes split into several unit-stride runs, keep the kernel's own
+run order, tested against its bound in test_prelu_backward.py.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -32,12 +32,16 @@ def view(a, kind):
         return np.concatenate([a, a], axis=0)[::2]
     if kind == "channel-slice":
         return np.concatenate([a, a[:, :1]], axis=1)[:, :a.shape[1]]
+    if kind == "reversed":  # the last dim reversed in memory (a negative stride, as a[..., ::-1])
+        return np.ascontiguousarray(a[..., ::-1])[..., ::-1]
+    if kind == "reversed-rows":  # dim -2 reversed in memory
+        return np.ascontiguousarray(a[..., ::-1, :])[..., ::-1, :]
     if kind == "broadcast":  # one sample's values for every sample (stride 0)
         return np.broadcast_to(a[:1], a.shape)
     raise ValueError(kind)
 
 
-KINDS = ["last-slice", "transposed-planes", "batch-slice", "channel-slice", "broadcast"]
+KINDS = ["last-slice", "transposed-planes", "batch-slice", "channel-slice", "reversed", "reversed-rows", "broadcast"]
 
 
 def out_view(shape, dtype, kind):
@@ -48,6 +52,9 @@ def out_view(shape, dtype, kind):
     if kind == "last-slice":
         buf = np.full(shape[:-1] + (2 * shape[-1],), SENTINEL, dtype)
         return buf[..., 1::2], buf
+    if kind == "reversed":  # the whole buffer is the output, written backwards along the last dim
+        buf = np.full(shape, SENTINEL, dtype)
+        return buf[..., ::-1], buf
     buf = np.full(shape[:-2] + (shape[-1], shape[-2]), SENTINEL, dtype)  # transposed planes
     return buf.swapaxes(-1, -2), buf
 
@@ -69,7 +76,7 @@ def inputs_for(kind, *arrays):
 # (Not transposed planes in and out: one permuted dense layout for all three operands, which
 # the kernel takes in memory order, summing the dim in the order of the path that order gives,
 # by design: ops/softmax_backward.cpp, in_memory_order.)
-SOFTMAX_LAYOUTS = [(k, o) for k in KINDS for o in ["contiguous", "last-slice", "transposed-planes"]
+SOFTMAX_LAYOUTS = [(k, o) for k in KINDS for o in ["contiguous", "last-slice", "transposed-planes", "reversed"]
                    if not k == o == "transposed-planes"]
 
 
@@ -112,9 +119,11 @@ def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
     assert_same_bits(got[2], want[2], None, "gradBetaOut")
 
 
-# (Not transposed planes in and out: those run in memory order, tested against the float64
-# reference in test_prelu_backward.py.)
-PRELU_LAYOUTS = SOFTMAX_LAYOUTS
+# (Not transposed planes in and out: those run in memory order; nor rows reversed in memory,
+# whose planes the kernel takes as runs of W, each run's vector lanes as they come, which with
+# W not a multiple of the vector width is another fixed order than one run per plane. Both are
+# tested against the float64 reference in test_prelu_backward.py.)
+PRELU_LAYOUTS = [(k, o) for k, o in SOFTMAX_LAYOUTS if k != "reversed-rows"]
 
 
 @pytest.mark.parametrize("kind,out_kind", PRELU_LAYOUTS, ids=str)

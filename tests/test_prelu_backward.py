@@ -186,6 +186,38 @@ def test_channels_last(isa, shape, dtype):
     check(go, x, w, gi, result[1])
 
 
+def split_planes(a, kind):
+    """a's values in planes of several unit-stride runs: a crop of a larger plane, or rows
+    reversed in memory."""
+    if kind == "crop":
+        big = np.zeros(a.shape[:-2] + (a.shape[-2] + 2, a.shape[-1] + 3), a.dtype)
+        view = big[..., 1:-1, 2:-1]
+        view[...] = a
+        return view
+    return np.ascontiguousarray(a[..., ::-1, :])[..., ::-1, :]
+
+
+@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (2, 3, 4, 9, 40), (2, 16, 48, 40), (3, 2, 700, 3)], ids=str)
+@pytest.mark.parametrize("kind", ["crop", "reversed-rows"])
+@pytest.mark.parametrize("single_weight", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_planes_in_several_runs(isa, threads, shape, kind, single_weight, dtype):
+    # The kernel takes such planes run by run, in place: within the float64 bound, the same
+    # bits on 1 and 2 threads, with gradInput contiguous or in the same layout.
+    rng = np.random.default_rng(sum(shape))
+    go, x, w = make(rng, shape, dtype, 1 if single_weight else None)
+    for same_out in (False, True):
+        results = []
+        for count in (1, 2):
+            threads(count)
+            gi = split_planes(np.full(x.shape, np.nan, dtype), kind) if same_out else np.empty(x.shape, dtype)
+            result = ac.prelu_backward(split_planes(go, kind), split_planes(x, kind), w,
+                                       out=(gi, np.empty(w.shape, dtype)))
+            results.append(np.ascontiguousarray(gi).tobytes() + np.asarray(result[1]).tobytes())
+        assert results[0] == results[1]
+        check(go, x, w, gi, result[1])
+
+
 def transposed_planes(a):
     """a's values with the last two dims swapped in memory (strides of a transposed plane)."""
     return np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)

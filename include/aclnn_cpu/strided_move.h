@@ -1,9 +1,9 @@
 // Moving a run of elements between a dense buffer and a strided run, bit for bit: the gathers
-// and scatters of the dense copies (dense_copy.h) and of Softmax's strided rows. A step of 2
-// (a slice of every other element, `x[..., ::2]`, the commonest strided view after a plain
-// slice) gets vector code: element by element, such a gather cost about 1.3 cycles an element,
-// most of a GroupNorm call on a sliced tensor. For kernel translation units (compiled per ISA
-// level).
+// and scatters of the dense copies (dense_copy.h) and of Softmax's strided rows. Steps of 2 (a
+// slice of every other element, `x[..., ::2]`, the commonest strided view after a plain slice)
+// and -1 (a NumPy view reversed along its last dim, `x[..., ::-1]`) get vector code: element
+// by element, such a gather cost about 1.3 cycles an element, most of a GroupNorm call on a
+// sliced tensor. For kernel translation units (compiled per ISA level).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -25,6 +25,31 @@ template <> struct Bits<8> { using type = uint64_t; };
 template <class U>
 void gather_step2(U* __restrict dst, const U* __restrict src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = src[2 * i];
+}
+
+// A unit-step run. Short ones (a transposed or flipped plane's rows, say) are copied in line, a
+// vector at a time: through memcpy, each paid a library call.
+template <class U>
+ACLNN_ALWAYS_INLINE void copy_run(U* __restrict dst, const U* __restrict src, int64_t n) {
+  constexpr int64_t kBlock = 64 / sizeof(U);
+  if (n > 4 * kBlock) {
+    std::memcpy(dst, src, size_t(n) * sizeof(U));
+    return;
+  }
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) std::memcpy(dst + i, src + i, 64);
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+// Reversed runs, either way: the elements are adjacent, so plain vector loads and stores with a
+// lane reversal between (GCC vectorizes both loops at every level).
+template <class U>
+void gather_reversed(U* __restrict dst, const U* __restrict src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[-i];
+}
+template <class U>
+void scatter_reversed(U* __restrict dst, const U* __restrict src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[-i] = src[i];
 }
 
 // Writes only the run's own elements (the ones between belong to someone else, possibly to
@@ -66,9 +91,11 @@ inline void gather_run(E* dst, const E* src, int64_t n, int64_t step) {
   U* d = reinterpret_cast<U*>(dst);
   const U* s = reinterpret_cast<const U*>(src);
   if (step == 1) {
-    std::memcpy(d, s, size_t(n) * sizeof(U));
+    strided_detail::copy_run(d, s, n);
   } else if (step == 2) {
     strided_detail::gather_step2(d, s, n);
+  } else if (step == -1) {
+    strided_detail::gather_reversed(d, s, n);
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = s[i * step];
   }
@@ -81,9 +108,11 @@ inline void scatter_run(E* dst, const E* src, int64_t n, int64_t step) {
   U* d = reinterpret_cast<U*>(dst);
   const U* s = reinterpret_cast<const U*>(src);
   if (step == 1) {
-    std::memcpy(d, s, size_t(n) * sizeof(U));
+    strided_detail::copy_run(d, s, n);
   } else if (step == 2) {
     strided_detail::scatter_step2(d, s, n);
+  } else if (step == -1) {
+    strided_detail::scatter_reversed(d, s, n);
   } else {
     for (int64_t i = 0; i < n; ++i) d[i * step] = s[i];
   }
