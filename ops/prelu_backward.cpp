@@ -531,7 +531,6 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
   }
 
   // gradWeight[c]: partials combined in a fixed order; zeros when there was nothing to sum.
-  T* gw = a.gradWeight.ptr<T>();
   const int64_t C = l.C;
   parallel_for(C, 4096, [&](int64_t begin, int64_t end) {
     alignas(64) float sums[kGradWeightBlock];

@@ -672,18 +672,36 @@ struct Prepared {
   uint64_t kernel_bytes = 0, bytes = 0;  // the whole workspace
 };
 
+// Rows along the last dim whose elements lie further apart than the vector moves reach (a
+// transposed plane's rows, a channels-last tensor's rows along W) go dense when every such
+// operand copies in vectors: one row gathered at a time, element by element, such rows of
+// [8, 64, 56, 56] took 0.80 ms (transposed inputs) and 1.3-1.4 ms (channels-last), torch
+// 0.4x and 0.2x of that.
+bool rows_go_dense(const SoftmaxBackwardArgs& a, const Layout& l) {
+  if (a.gradOutput.ndim == 0) return false;
+  bool slow = false;
+  for (const TensorView* t : {&a.gradOutput, &a.output, &a.out}) {
+    const int64_t step = t->strides[l.dim];
+    if (step == 1 || step == 2 || step == -1 || t->shape[l.dim] == 1) continue;
+    if (!copies_in_vectors(*t)) return false;
+    slow = true;
+  }
+  return slow;
+}
+
 Prepared prepare(const SoftmaxBackwardArgs& given, void* workspace) {
   Prepared p;
   p.args = in_memory_order(given);
   p.l = make_layout(p.args);
   if (p.args.gradOutput.numel() == 0) return p;
   if (!p.l.contiguous) {
-    // Rows along the last dim stay on the strided path: unit-stride ones run the row kernels,
-    // others gather one row at a time, a single pass where dense copies take three (a slice
-    // of every other element along the last dim of [8, 12, 128, 128]: 0.59 ms strided, 0.82
-    // dense). Dims with an inner extent would step by `inner` element by element (a channel
-    // slice over dim 1 of [8, 64, 32, 32]: 2.15 ms, torch 0.08): those go dense.
-    if (p.l.inner > 1) {
+    // Rows along the last dim mostly stay on the strided path: unit-stride ones run the row
+    // kernels, others gather one row at a time, a single pass where dense copies take three
+    // (a slice of every other element along the last dim of [8, 12, 128, 128]: 0.59 ms
+    // strided, 0.82 dense), except rows far apart that copy in blocks (rows_go_dense). Dims
+    // with an inner extent would step by `inner` element by element (a channel slice over dim
+    // 1 of [8, 64, 32, 32]: 2.15 ms, torch 0.08): those go dense.
+    if (p.l.inner > 1 || rows_go_dense(p.args, p.l)) {
       SoftmaxBackwardArgs dense = given;
       DensePlace place{static_cast<char*>(workspace)};
       for (auto [t, flag] : {std::pair{&dense.gradOutput, &p.dense_g}, std::pair{&dense.output, &p.dense_y},

@@ -38,8 +38,14 @@ ACLNN_ALWAYS_INLINE void copy_run(U* __restrict dst, const U* __restrict src, in
   }
   int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) std::memcpy(dst + i, src + i, 64);
-  for (; i < n; ++i) dst[i] = src[i];
+  // (Bounded by kBlock in so many words: GCC, not seeing it, warned of overflowing iterations.)
+  for (int64_t k = 0; k < kBlock && i + k < n; ++k) dst[i + k] = src[i + k];
 }
+
+// The scatters read a buffer their caller has just filled (Softmax's row outputs, written by
+// vector stores GCC does not follow), and GCC warned that it may be uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 // Reversed runs, either way: the elements are adjacent, so plain vector loads and stores with a
 // lane reversal between (GCC vectorizes both loops at every level).
@@ -82,7 +88,80 @@ void scatter_step2(U* __restrict dst, const U* __restrict src, int64_t n) {
   for (; i < n; ++i) dst[2 * i] = src[i];
 }
 
+#pragma GCC diagnostic pop
+
+// Transposes of small square blocks in 16-byte vectors (GCC's generic vectors: shuffles at
+// every level), a row per vector: 4 x 4 of 4-byte elements, 8 x 8 of 2-byte ones.
+typedef uint32_t U32x4 __attribute__((vector_size(16)));
+typedef uint16_t U16x8 __attribute__((vector_size(16)));
+
+template <class V>
+ACLNN_ALWAYS_INLINE V load_vec(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V>
+ACLNN_ALWAYS_INLINE void store_vec(void* p, V v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+// dst[c * ds + r] = src[r * ss + c] for r, c < 4.
+ACLNN_ALWAYS_INLINE void transpose_block(uint32_t* dst, int64_t ds, const uint32_t* src, int64_t ss) {
+  const U32x4 r0 = load_vec<U32x4>(src), r1 = load_vec<U32x4>(src + ss);
+  const U32x4 r2 = load_vec<U32x4>(src + 2 * ss), r3 = load_vec<U32x4>(src + 3 * ss);
+  const U32x4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7);
+  const U32x4 t2 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  store_vec(dst, __builtin_shufflevector(t0, t2, 0, 1, 4, 5));
+  store_vec(dst + ds, __builtin_shufflevector(t0, t2, 2, 3, 6, 7));
+  store_vec(dst + 2 * ds, __builtin_shufflevector(t1, t3, 0, 1, 4, 5));
+  store_vec(dst + 3 * ds, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
+}
+
+// dst[c * ds + r] = src[r * ss + c] for r, c < 8: interleaves of 2-, 4- and 8-byte pieces.
+ACLNN_ALWAYS_INLINE void transpose_block(uint16_t* dst, int64_t ds, const uint16_t* src, int64_t ss) {
+  U16x8 r[8], u[8];
+  for (int k = 0; k < 8; ++k) r[k] = load_vec<U16x8>(src + k * ss);
+  for (int k = 0; k < 4; ++k) {  // rows 2k, 2k+1 element by element
+    u[2 * k] = __builtin_shufflevector(r[2 * k], r[2 * k + 1], 0, 8, 1, 9, 2, 10, 3, 11);
+    u[2 * k + 1] = __builtin_shufflevector(r[2 * k], r[2 * k + 1], 4, 12, 5, 13, 6, 14, 7, 15);
+  }
+  for (int k = 0; k < 2; ++k) {  // row pairs (4k, 4k+1) and (4k+2, 4k+3), two elements at a time
+    for (int h = 0; h < 2; ++h) {
+      const U16x8 a = u[4 * k + h], b = u[4 * k + 2 + h];
+      r[4 * k + 2 * h] = __builtin_shufflevector(a, b, 0, 1, 8, 9, 2, 3, 10, 11);
+      r[4 * k + 2 * h + 1] = __builtin_shufflevector(a, b, 4, 5, 12, 13, 6, 7, 14, 15);
+    }
+  }
+  // r[j] (j < 4) holds rows 0-3 of columns 2j and 2j + 1, r[4 + j] rows 4-7 of the same.
+  for (int j = 0; j < 4; ++j) {
+    store_vec(dst + 2 * j * ds, __builtin_shufflevector(r[j], r[4 + j], 0, 1, 2, 3, 8, 9, 10, 11));
+    store_vec(dst + (2 * j + 1) * ds, __builtin_shufflevector(r[j], r[4 + j], 4, 5, 6, 7, 12, 13, 14, 15));
+  }
+}
+
 }  // namespace strided_detail
+
+// dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols (elements of type E, moved as bits):
+// the blocks in vector shuffles, the edges element by element. Strides may be negative.
+template <class E>
+void transpose_run(E* dst, int64_t ds, const E* src, int64_t ss, int64_t rows, int64_t cols) {
+  using U = typename strided_detail::Bits<sizeof(E)>::type;
+  U* d = reinterpret_cast<U*>(dst);
+  const U* s = reinterpret_cast<const U*>(src);
+  constexpr int64_t kBlock = sizeof(U) == 4 ? 4 : sizeof(U) == 2 ? 8 : 1;
+  int64_t r = 0;
+  if constexpr (kBlock > 1) {
+    for (; r + kBlock <= rows; r += kBlock) {
+      int64_t c = 0;
+      for (; c + kBlock <= cols; c += kBlock) strided_detail::transpose_block(d + c * ds + r, ds, s + r * ss + c, ss);
+      for (; c < cols; ++c)
+        for (int64_t k = r; k < r + kBlock; ++k) d[c * ds + k] = s[k * ss + c];
+    }
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) d[c * ds + r] = s[r * ss + c];
+}
 
 // dst[i] = src[i * step] for i < n (elements of type E, moved as bits).
 template <class E>
