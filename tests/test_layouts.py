@@ -159,3 +159,50 @@ def test_group_norm_planes_sharing_a_permuted_layout(isa, threads, N, C, H, W, G
         results.append(b"".join(np.ascontiguousarray(a).tobytes() for a in got))
     assert results[0] == results[1]
     gn_test.check(args, got)
+
+
+def random_layout(rng, a):
+    """a's values in a random layout: its dims in a random memory order (a third of the time
+    the last two swapped, a third dim 1 innermost as channels-last), each dim reversed or not,
+    each dim at a step of 1 or 2 in a larger buffer (a third of the time all steps 1, no flips)."""
+    n = a.ndim
+    kind = rng.integers(3)
+    order = [rng.permutation(n), list(range(n - 2)) + [n - 1, n - 2], [0] + list(range(2, n)) + [1]][kind]
+    plain = rng.integers(3) == 0
+    steps = np.ones(n, int) if plain else rng.integers(1, 3, n)
+    flips = np.zeros(n, bool) if plain else rng.integers(0, 2, n).astype(bool)
+    big_shape = tuple(int(a.shape[d] * steps[d]) for d in order)
+    big = np.zeros(big_shape, a.dtype)
+    inner = big[tuple(slice(None, None, int(steps[d])) for d in order)]  # dims in memory order
+    view = inner.transpose(np.argsort(order))  # back to a's dim order
+    view = view[tuple(slice(None, None, -1) if f else slice(None) for f in flips)]
+    view[...] = a
+    return view
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_layouts_give_the_contiguous_bits(isa, seed):
+    """Inputs in random layouts (any memory order of the dims, reversed dims, steps of 2) with a
+    contiguous output, so that the operands never share one permuted layout: Softmax over an
+    inner dim and GroupNorm run from dense copies (transposed pairs in blocks, steps of 2 and -1
+    in vectors, the rest element by element) and give the contiguous call's bits."""
+    rng = np.random.default_rng(seed)
+    dtype = DTYPES[seed % 3]
+    shape = tuple(int(s) for s in rng.integers(1, 25, 4))
+    g, y = rng.standard_normal(shape).astype(dtype), rng.random(shape).astype(dtype)
+    dim = int(rng.integers(0, 3))  # not the last dim: rows along it stay on the strided path
+    want = ac.softmax_backward(g, y, dim)
+    got = ac.softmax_backward(random_layout(rng, g), random_layout(rng, y), dim, out=np.empty(shape, dtype))
+    assert_same_bits(got, want, None, f"softmax {shape} dim {dim}")
+
+    N, C, H, W = shape
+    G = int(rng.choice([d for d in range(1, C + 1) if C % d == 0]))
+    dy, x = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    mean = rng.standard_normal((N, G)).astype(dtype)
+    rstd = (rng.random((N, G)) + 0.5).astype(dtype)
+    gamma = rng.standard_normal(C).astype(dtype)
+    want = ac.group_norm_backward(dy, x, mean, rstd, gamma, N, C, H * W, G)
+    got = ac.group_norm_backward(random_layout(rng, dy), random_layout(rng, x), mean, rstd, gamma, N, C, H * W, G,
+                                 out=(np.empty(shape, dtype), np.empty(C, dtype), np.empty(C, dtype)))
+    for name, a, b in zip(("gradInput", "gradGammaOut", "gradBetaOut"), got, want):
+        assert_same_bits(a, b, None, f"group_norm {shape} G {G}: {name}")
