@@ -206,3 +206,46 @@ def test_random_layouts_give_the_contiguous_bits(isa, seed):
                                  out=(np.empty(shape, dtype), np.empty(C, dtype), np.empty(C, dtype)))
     for name, a, b in zip(("gradInput", "gradGammaOut", "gradBetaOut"), got, want):
         assert_same_bits(a, b, None, f"group_norm {shape} G {G}: {name}")
+
+
+def slab_view(a, kind):
+    """a's values with each a[n] (the slab of a softmax over dim 1) contiguous, the slabs apart."""
+    if kind == "channel-slice":
+        return np.concatenate([a, a[:, :1]], axis=1)[:, :a.shape[1]]
+    if kind == "batch-slice":
+        return np.concatenate([a, a], axis=0)[::2]
+    if kind == "batch-reversed":
+        return np.ascontiguousarray(a[::-1])[::-1]
+    if kind == "batch-broadcast":
+        return np.broadcast_to(a[:1], a.shape)
+    raise ValueError(kind)
+
+
+def slab_out(shape, dtype, kind):
+    if kind == "contiguous":
+        buf = np.full(shape, SENTINEL, dtype)
+        return buf, buf
+    if kind == "channel-slice":
+        buf = np.full((shape[0], shape[1] + 1) + shape[2:], SENTINEL, dtype)
+        return buf[:, :shape[1]], buf
+    buf = np.full(shape, SENTINEL, dtype)  # batch-reversed
+    return buf[::-1], buf
+
+
+@pytest.mark.parametrize("kind", ["channel-slice", "batch-slice", "batch-reversed", "batch-broadcast"])
+@pytest.mark.parametrize("out_kind", ["contiguous", "channel-slice", "batch-reversed"])
+@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (3, 40, 1, 130), (2, 3, 1000)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_softmax_on_slabs_in_place(isa, threads, kind, out_kind, shape, dtype):
+    """A softmax over dim 1 whose per-sample slabs are each contiguous (channel and batch
+    slices, reversed or broadcast batches) runs the column kernels on the slabs in place: the
+    contiguous call's bits, on 1 and 2 threads."""
+    rng = np.random.default_rng(4)
+    g, y = rng.standard_normal(shape).astype(dtype), rng.random(shape).astype(dtype)
+    gv, yv = slab_view(g, kind), slab_view(y, kind)
+    want = ac.softmax_backward(np.ascontiguousarray(gv), np.ascontiguousarray(yv), 1)
+    for count in (1, 2):
+        threads(count)
+        out, buf = slab_out(shape, dtype, out_kind)
+        got = ac.softmax_backward(gv, yv, 1, out=out)
+        assert_same_bits(got, want, buf, f"{kind} -> {out_kind}, {count} threads")
