@@ -510,7 +510,7 @@ struct Kernel {
       group_coef(n, g, c2, c3);
       const VecF rv = set1(rstd()[n * p.G + g]), c2v = set1(c2), c3v = set1(c3);
       const float* gm = gamma() + cg0;
-      const auto value = [&](int64_t k, int64_t count) {
+      const auto value = [&](int64_t k, int64_t count) __attribute__((always_inline)) {
         if (count == kWidth) return fma(rv * load(gm + k), load(dy + k), fma(c2v, load(x + k) - mv, c3v));
         return fma(rv * load_partial(gm + k, count), load_partial(dy + k, count),
                    fma(c2v, load_partial(x + k, count) - mv, c3v));
@@ -556,7 +556,7 @@ struct Kernel {
         const float scale = r * gamma()[c];
         for (int64_t h = 0; h < H; ++h) bs[(c - c0) * H + h] = scale;
       }
-      const auto value = [&](int64_t i, int64_t count) {
+      const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
         if (count == kWidth) return fma(load(bs + i), load(dy + off + i), fma(c2v, load(x + off + i) - mv, c3v));
         return fma(load_partial(bs + i, count), load_partial(dy + off + i, count),
                    fma(c2v, load_partial(x + off + i, count) - mv, c3v));
