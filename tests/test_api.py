@@ -266,3 +266,42 @@ def test_functional_outputs_are_line_aligned():
     out = ac.softmax_backward(g, y, -1)
     assert out.ctypes.data % 64 == 0 and out.flags.c_contiguous
     np.testing.assert_allclose(f64(out), softmax_backward_ref(g, y, -1), rtol=1e-5, atol=1e-6)
+
+
+def _calls_with_workspace(seed):
+    """One call of each op that needs a workspace: GridSampler's fp32 accumulators of a bf16
+    inputGrad, GroupNorm's per-(n, c) sums, Softmax's long-row partials, PReLU's dense copies
+    and partial sums. Returns their outputs as bytes."""
+    rng = np.random.default_rng(seed)
+    inp = rng.standard_normal((1, 3, 9, 11)).astype(BFLOAT16)
+    grid = rng.uniform(-1.1, 1.1, (1, 5, 7, 2)).astype(BFLOAT16)
+    go = rng.standard_normal((1, 3, 5, 7)).astype(BFLOAT16)
+    results = list(ac.grid_sampler2d_backward(go, inp, grid))
+    x, dy = rng.standard_normal((2, 6, 40)).astype(np.float32), rng.standard_normal((2, 6, 40)).astype(np.float32)
+    mean, rstd = rng.standard_normal((2, 3)).astype(np.float32), (rng.random((2, 3)) + 0.5).astype(np.float32)
+    results += ac.group_norm_backward(dy, x, mean, rstd, None, 2, 6, 40, 3)
+    g, y = rng.standard_normal((2, 40000)).astype(np.float32), rng.random((2, 40000)).astype(np.float32)
+    results.append(ac.softmax_backward(g, y, 1))
+    xs = rng.standard_normal((5, 4, 30)).astype(np.float32)
+    results += ac.prelu_backward(xs[..., ::2], xs[..., ::2] * 2, rng.standard_normal(4).astype(np.float32))
+    return [np.ascontiguousarray(r).tobytes() for r in results]
+
+
+def _big_call_filling_the_workspace():
+    """A call whose workspace (dense copies of two 4 MB operands) leaves values behind."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((64, 16, 64, 32)).astype(np.float32)
+    ac.prelu_backward(x[..., ::2] * np.nan, x[..., ::2], np.ones(16, np.float32))
+
+
+def test_reused_workspace_leaves_no_trace():
+    """The functional API reuses each thread's workspace buffer: a call after a larger one
+    that left NaNs in it gives the bits of the same call in a fresh thread (a fresh buffer)."""
+    _big_call_filling_the_workspace()
+    after_big = _calls_with_workspace(1)
+    fresh = []
+    worker = threading.Thread(target=lambda: fresh.append(_calls_with_workspace(1)))
+    worker.start()
+    worker.join()
+    assert after_big == fresh[0]
+    assert _calls_with_workspace(1) == after_big  # and again, reusing the same buffer

@@ -114,20 +114,26 @@ bool transposed_pair(const TensorView& t, E* dense, bool to_dense) {
   const int m = f.m;
   const int64_t na = f.shape[m - 1], nb = f.shape[m - 2], sa = f.stride[m - 1];
   constexpr int64_t kStrip = 64 / sizeof(E);
-  const int64_t strips = (nb + kStrip - 1) / kStrip, plane = na * nb, outer = t.numel() / plane;
+  // A long a is cut into spans of kSpan, so that a pair with few b-indices (a transposed
+  // [8, 1M]) still splits over the threads: as one task per strip it ran on one thread.
+  constexpr int64_t kSpan = kPiece / kStrip;
+  const int64_t strips = (nb + kStrip - 1) / kStrip, spans = (na + kSpan - 1) / kSpan;
+  const int64_t plane = na * nb, outer = t.numel() / plane;
   E* const base = t.ptr<E>();
-  parallel_for(outer * strips, std::max<int64_t>(1, kPiece / (kStrip * na)), [&](int64_t begin, int64_t end) {
+  parallel_for(outer * strips * spans, 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t o = task / strips, b0 = (task % strips) * kStrip, len = std::min(kStrip, nb - b0);
+      const int64_t o = task / (strips * spans), rest_task = task % (strips * spans);
+      const int64_t b0 = (rest_task / spans) * kStrip, len = std::min(kStrip, nb - b0);
+      const int64_t a0 = (rest_task % spans) * kSpan, alen = std::min(kSpan, na - a0);
       int64_t off = 0, rest = o;
       for (int k = m - 3; k >= 0; --k) {
         off += rest % f.shape[k] * f.stride[k];
         rest /= f.shape[k];
       }
-      E* const strided = base + off + b0;
-      E* const d = dense + o * plane + b0 * na;
-      if (to_dense) transpose_run(d, na, strided, sa, na, len);
-      else transpose_run(strided, sa, d, na, len, na);
+      E* const strided = base + off + b0 + a0 * sa;
+      E* const d = dense + o * plane + b0 * na + a0;
+      if (to_dense) transpose_run(d, na, strided, sa, alen, len);
+      else transpose_run(strided, sa, d, na, len, alen);
     }
   });
   return true;
