@@ -499,8 +499,8 @@ void columns_path(const T* g, const T* y, O* out, const Layout& l) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t o = t / blocks, b = t % blocks;
       const int64_t j0 = b * width, w = std::min(width, l.inner - j0);
-      column_tile<kStream>(g + o * l.slab_stride[0] + j0, y + o * l.slab_stride[1] + j0, out + o * l.slab_stride[2] + j0,
-                           l.size, l.inner, w);
+      const int64_t* at = l.slab_stride;
+      column_tile<kStream>(g + o * at[0] + j0, y + o * at[1] + j0, out + o * at[2] + j0, l.size, l.inner, w);
     }
     if (kStream) stream_fence();
   });
@@ -721,7 +721,7 @@ bool rows_go_dense(const SoftmaxBackwardArgs& a, const Layout& l) {
   bool slow = false;
   for (const TensorView* t : {&a.gradOutput, &a.output, &a.out}) {
     const int64_t step = t->strides[l.dim];
-    if (step == 1 || step == 2 || step == -1 || t->shape[l.dim] == 1) continue;
+    if (step_in_vectors(step) || t->shape[l.dim] == 1) continue;
     if (!copies_in_vectors(*t)) return false;
     slow = true;
   }

@@ -62,18 +62,17 @@ auto prepare_in(void* workspace, Prepare&& prepare) {
 
 namespace dense_detail {
 
-// t's elements in row-major order as stretches along its innermost coalesced dim: copy(first,
-// offset, len) with `first` the stretch's flat index, `offset` its element offset. Blocks of
-// kPiece elements are spread over the threads (a tensor that coalesces into one strided run,
-// such as a slice of every other element, splits too), each walking its stretches with one
-// cursor (short runs, such as a transposed plane's, are not worth a cursor each).
+// The numel elements of f's tensor in row-major order as stretches along its innermost
+// coalesced dim: copy(first, offset, len) with `first` the stretch's flat index, `offset` its
+// element offset. Blocks of kPiece elements are spread over the threads (a tensor that
+// coalesces into one strided run, such as a slice of every other element, splits too), each
+// walking its stretches with one cursor (short runs are not worth a cursor each).
 constexpr int64_t kPiece = 8192;
 
 template <class Copy>
-void for_each_stretch(const TensorView& t, Copy&& copy) {
-  const FlatIndex f(t);
+void for_each_stretch(const FlatIndex& f, int64_t numel, Copy&& copy) {
   const int inner = f.m - 1;
-  const int64_t run = f.shape[inner], numel = t.numel();
+  const int64_t run = f.shape[inner];
   const int64_t pieces = (numel + kPiece - 1) / kPiece;
   parallel_for(pieces, 4, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
@@ -97,8 +96,8 @@ void for_each_stretch(const TensorView& t, Copy&& copy) {
 // other than 1 and the one before it (b) at stride 1: transposed planes, channels-last
 // tensors. Element by element, each element of such a copy was a load from another line
 // (GroupNorm on transposed planes with a contiguous gradInput: 0.58 ms of copies, 4.6x the
-// kernel). Here each task transposes a strip of kStrip b-indices (a line of each a-row) by
-// all of a, in vector blocks. Returns false for other layouts.
+// kernel). Here each task transposes a strip of kStrip b-indices (a line of each a-row) by a
+// span of up to kSpan a-indices, in vector blocks.
 constexpr int64_t kMinTransposed = 8;  // narrower dims are not worth the blocks
 
 inline bool is_transposed_pair(const FlatIndex& f) {
@@ -108,9 +107,7 @@ inline bool is_transposed_pair(const FlatIndex& f) {
 }
 
 template <class E>
-bool transposed_pair(const TensorView& t, E* dense, bool to_dense) {
-  const FlatIndex f(t);
-  if (!is_transposed_pair(f)) return false;
+void transposed_pair(const FlatIndex& f, E* base, int64_t numel, E* dense, bool to_dense) {
   const int m = f.m;
   const int64_t na = f.shape[m - 1], nb = f.shape[m - 2], sa = f.stride[m - 1];
   constexpr int64_t kStrip = 64 / sizeof(E);
@@ -118,8 +115,7 @@ bool transposed_pair(const TensorView& t, E* dense, bool to_dense) {
   // [8, 1M]) still splits over the threads: as one task per strip it ran on one thread.
   constexpr int64_t kSpan = kPiece / kStrip;
   const int64_t strips = (nb + kStrip - 1) / kStrip, spans = (na + kSpan - 1) / kSpan;
-  const int64_t plane = na * nb, outer = t.numel() / plane;
-  E* const base = t.ptr<E>();
+  const int64_t plane = na * nb, outer = numel / plane;
   parallel_for(outer * strips * spans, 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t o = task / (strips * spans), rest_task = task % (strips * spans);
@@ -136,27 +132,28 @@ bool transposed_pair(const TensorView& t, E* dense, bool to_dense) {
       else transpose_run(strided, sa, d, na, len, alen);
     }
   });
-  return true;
 }
 
 template <class E>
 void gather(const TensorView& t, void* dst) {
-  const E* src = t.ptr<const E>();
   E* out = static_cast<E*>(dst);
-  if (transposed_pair<E>(t, out, true)) return;
   const FlatIndex f(t);
+  if (is_transposed_pair(f)) return transposed_pair(f, t.ptr<E>(), t.numel(), out, true);
+  const E* src = t.ptr<const E>();
   const int64_t step = f.stride[f.m - 1];
-  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) { gather_run(out + first, src + off, len, step); });
+  for_each_stretch(f, t.numel(),
+                   [&](int64_t first, int64_t off, int64_t len) { gather_run(out + first, src + off, len, step); });
 }
 
 template <class E>
 void scatter(const void* src, const TensorView& t) {
   const E* in = static_cast<const E*>(src);
   E* dst = t.ptr<E>();
-  if (transposed_pair<E>(t, const_cast<E*>(in), false)) return;
   const FlatIndex f(t);
+  if (is_transposed_pair(f)) return transposed_pair(f, dst, t.numel(), const_cast<E*>(in), false);
   const int64_t step = f.stride[f.m - 1];
-  for_each_stretch(t, [&](int64_t first, int64_t off, int64_t len) { scatter_run(dst + off, in + first, len, step); });
+  for_each_stretch(f, t.numel(),
+                   [&](int64_t first, int64_t off, int64_t len) { scatter_run(dst + off, in + first, len, step); });
 }
 
 }  // namespace dense_detail
@@ -166,8 +163,7 @@ void scatter(const void* src, const TensorView& t) {
 // copied element by element.
 inline bool copies_in_vectors(const TensorView& t) {
   const FlatIndex f(t);
-  const int64_t step = f.stride[f.m - 1];
-  return step == 1 || step == 2 || step == -1 || dense_detail::is_transposed_pair(f);
+  return step_in_vectors(f.stride[f.m - 1]) || dense_detail::is_transposed_pair(f);
 }
 
 // dst (dense, t.numel() elements) = t's elements in row-major order.

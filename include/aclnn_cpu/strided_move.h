@@ -163,6 +163,9 @@ void transpose_run(E* dst, int64_t ds, const E* src, int64_t ss, int64_t rows, i
     for (int64_t c = 0; c < cols; ++c) d[c * ds + r] = s[r * ss + c];
 }
 
+// The steps gather_run and scatter_run move in vectors; others go element by element.
+constexpr bool step_in_vectors(int64_t step) { return step == 1 || step == 2 || step == -1; }
+
 // dst[i] = src[i * step] for i < n (elements of type E, moved as bits).
 template <class E>
 inline void gather_run(E* dst, const E* src, int64_t n, int64_t step) {
