@@ -210,10 +210,8 @@ def test_random_layouts_give_the_contiguous_bits(isa, seed):
 
 def slab_view(a, kind):
     """a's values with each a[n] (the slab of a softmax over dim 1) contiguous, the slabs apart."""
-    if kind == "channel-slice":
-        return np.concatenate([a, a[:, :1]], axis=1)[:, :a.shape[1]]
-    if kind == "batch-slice":
-        return np.concatenate([a, a], axis=0)[::2]
+    if kind in ("channel-slice", "batch-slice"):
+        return view(a, kind)
     if kind == "batch-reversed":
         return np.ascontiguousarray(a[::-1])[::-1]
     if kind == "batch-broadcast":
