@@ -119,6 +119,33 @@ def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
     assert_same_bits(got[2], want[2], None, "gradBetaOut")
 
 
+# Channels-last operands beside a planar one are copied through transposes of a channel and a
+# position dim; where the destination's rows lie a multiple of 1-4 KiB apart, those go in tiles
+# through a stack buffer (strided_move.h, rows_crowd_sets). Here: planes of 512 positions
+# gathered from channels-last inputs (74 channels: a partial tile at the end), and a planar
+# gradInput scattered to channels-last with 256 channels (35 positions: partial tiles).
+@pytest.mark.parametrize("direction", ["gather", "scatter"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_group_norm_transposes_in_tiles(isa, threads, direction, dtype):
+    rng = np.random.default_rng(5)
+    N, C, H, W, G = (2, 74, 16, 32, 2) if direction == "gather" else (2, 256, 5, 7, 8)
+    shape = (N, C, H, W)
+    x, dy = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    mean = rng.standard_normal((N, G)).astype(dtype)
+    rstd = (rng.random((N, G)) + 0.5).astype(dtype)
+    gamma = rng.standard_normal(C).astype(dtype)
+    want = ac.group_norm_backward(dy, x, mean, rstd, gamma, N, C, H * W, G)
+    channels_last = lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # noqa: E731
+    if direction == "gather":
+        dyv, xv, out = channels_last(dy), channels_last(x), np.full(shape, SENTINEL, dtype)
+    else:
+        dyv, xv, out = dy, x, channels_last(np.full(shape, SENTINEL, dtype))
+    got = ac.group_norm_backward(dyv, xv, mean, rstd, gamma, N, C, H * W, G,
+                                 out=(out, np.empty(C, dtype), np.empty(C, dtype)))
+    for a, b, name in zip(got, want, ["gradInput", "gradGammaOut", "gradBetaOut"]):
+        assert_same_bits(a, b, None, f"{direction}: {name}")
+
+
 # (Not transposed planes in and out: those run in memory order; nor rows reversed in memory,
 # whose planes the kernel takes as runs of W, each run's vector lanes as they come, which with
 # W not a multiple of the vector width is another fixed order than one run per plane. Both are
