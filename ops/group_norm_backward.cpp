@@ -267,6 +267,17 @@ inline uint64_t run_elems(const Plan& p) {
   return uint64_t(std::min(p.D, kShortBlock / std::max<int64_t>(1, p.HxW)) * p.HxW);
 }
 
+// Operands staged group by group (see prepare): each task copies its group of the operands no
+// fast path takes into its thread's slot, runs the contiguous group code on the slot, and
+// scatters dX back.
+struct Staging {
+  bool on = false;
+  bool dy = false, x = false, dx = false;  // which operands go through the slot
+  char* slots = nullptr;                   // `count` slots of `slot_bytes`: [dY][X][dX] of a group
+  int64_t count = 0;
+  uint64_t operand_bytes = 0, slot_bytes = 0;
+};
+
 template <class T>
 struct Kernel {
   const GroupNormBackwardArgs& a;
@@ -288,8 +299,9 @@ struct Kernel {
   const T* dy0;
   const T* x0;
   T* dx0;
+  const Staging st;
 
-  Kernel(const GroupNormBackwardArgs& args, const Plan& plan, float* workspace)
+  Kernel(const GroupNormBackwardArgs& args, const Plan& plan, float* workspace, const Staging& staging = {})
       : a(args),
         p(plan),
         ws(workspace),
@@ -309,7 +321,8 @@ struct Kernel {
         writes_backward(!plan.empty && uint64_t(plan.D * plan.HxW) * 2 * sizeof(T) > kBackwardWriteBytes),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
-        dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr) {}
+        dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr),
+        st(staging) {}
 
   float* mean() const { return ws + p.mean_at; }
   float* rstd() const { return ws + p.rstd_at; }
@@ -566,6 +579,57 @@ struct Kernel {
     }
   }
 
+  // Group t = (n, g) of the fused schedule (planes of at least kWidth): its planes' sums, its
+  // coefficients, its dX. From the group's pointers gp, or when null through cursors.
+  void fused_group(int64_t t, const Group* gp, bool stream_dx) const {
+    const int64_t n = t / p.G, g = t % p.G;
+    const float m = mean()[t];
+    const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
+    for (int64_t c = cg0; c < cg1; ++c) {
+      const int64_t at = (c - cg0) * p.HxW;
+      const Sums s = gp != nullptr ? plane_sums(gp->dy + at, gp->x + at, p.HxW, m, with_x()) : sums(n, c, 0, p.HxW, m);
+      ds()[n * p.C + c] = s.centred;
+      db()[n * p.C + c] = s.dy;
+    }
+    if (!p.need_dx) return;
+    float c2, c3;
+    group_coef(n, g, c2, c3);
+    const float r = rstd()[t];
+    for (int64_t i = 0; i < p.D; ++i) {
+      const int64_t c = writes_backward ? cg1 - 1 - i : cg0 + i;
+      const Coef k{r * gamma()[c], c2, c3, m};
+      if (gp != nullptr) {
+        const int64_t at = (c - cg0) * p.HxW;
+        if (stream_dx) plane_write<true>(gp->dy + at, gp->x + at, gp->dx + at, p.HxW, k);
+        else plane_write<false>(gp->dy + at, gp->x + at, gp->dx + at, p.HxW, k);
+      } else {
+        write(n, c, 0, p.HxW, k);
+      }
+    }
+  }
+
+  // The fused schedule with staged operands: a task per group, on at most st.count threads,
+  // each with its slot. An operand that is not staged has its groups in runs.
+  void run_staged() const {
+    const int64_t elems = p.D * p.HxW;
+    parallel_tasks(p.N * p.G, st.count, [&](int64_t t, int64_t worker) {
+      char* slot = st.slots + worker * st.slot_bytes;
+      T* const sdy = reinterpret_cast<T*>(slot);
+      T* const sx = reinterpret_cast<T*>(slot + st.operand_bytes);
+      T* const sdx = reinterpret_cast<T*>(slot + 2 * st.operand_bytes);
+      const int64_t start = t * elems;  // (n * C + g * D) * HxW with t = n * G + g
+      Group gp{sdy, sx, nullptr};
+      if (st.dy) copy_range_to_dense(a.gradOut, fdy, start, elems, sdy);
+      else gp.dy = dy0 + rdy.at(start);
+      if (!st.x) gp.x = x0 + rx.at(start);
+      else if (with_x()) copy_range_to_dense(a.input, fx, start, elems, sx);
+      if (p.need_dx) gp.dx = st.dx ? sdx : dx0 + rdx.at(start);
+      fused_group(t, &gp, stream && !st.dx);
+      if (p.need_dx && st.dx) copy_range_from_dense(sdx, a.gradInput, fdx, start, elems);
+      if (stream && !st.dx) stream_fence();
+    });
+  }
+
   void run_fused() const {
     const int64_t NG = p.N * p.G;
     const auto groups = [&](int64_t begin, int64_t end) {
@@ -580,41 +644,16 @@ struct Kernel {
           group_short(n, g);
           continue;
         }
-        const float m = mean()[t];
-        const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
-        const Group gp = runs ? group(n, g) : Group{};
         if (runs) {
-          for (int64_t c = cg0; c < cg1; ++c) {
-            const int64_t at = (c - cg0) * p.HxW;
-            const Sums s = plane_sums(gp.dy + at, gp.x + at, p.HxW, m, with_x());
-            ds()[n * p.C + c] = s.centred;
-            db()[n * p.C + c] = s.dy;
-          }
+          const Group gp = group(n, g);
+          fused_group(t, &gp, stream);
         } else {
-          for (int64_t c = cg0; c < cg1; ++c) {
-            const Sums s = sums(n, c, 0, p.HxW, m);
-            ds()[n * p.C + c] = s.centred;
-            db()[n * p.C + c] = s.dy;
-          }
-        }
-        if (!p.need_dx) continue;
-        float c2, c3;
-        group_coef(n, g, c2, c3);
-        const float r = rstd()[t];
-        for (int64_t i = 0; i < p.D; ++i) {
-          const int64_t c = writes_backward ? cg1 - 1 - i : cg0 + i;
-          const Coef k{r * gamma()[c], c2, c3, m};
-          if (runs) {
-            const int64_t at = (c - cg0) * p.HxW;
-            if (stream) plane_write<true>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
-            else plane_write<false>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
-          } else {
-            write(n, c, 0, p.HxW, k);
-          }
+          fused_group(t, nullptr, false);
         }
       }
       if (stream) stream_fence();
     };
+    if (st.on) return run_staged();
     // Big groups, a few per thread, are handed out one at a time: with a fixed share, a thread
     // that loses its core for a while holds up the call (VAE N1 C128 256x256, 32 groups of
     // 1-2 MiB, 2 threads, in-process A/B against the fixed split, three runs: bf16 0.87-0.95x
@@ -881,6 +920,7 @@ struct Prepared {
   GroupNormBackwardArgs args;
   Plan plan;
   bool dense_dy = false, dense_x = false, dense_dx = false;
+  Staging staging;  // instead of dense copies, when the groups fit a slot
   GroupNormBackwardArgs views;  // what the dense copies copy: the given operands (planes in memory order)
   uint64_t kernel_bytes = 0, bytes = 0;  // the plan's floats; the whole workspace
 };
@@ -907,8 +947,23 @@ void planes_in_memory_order(GroupNormBackwardArgs& a, int64_t N, int64_t C, bool
   if (need_dx) a.gradInput = dx;
 }
 
+// Staged groups: a layout no fast path takes, in the fused schedule (groups that stay in cache
+// between their two passes), is copied group by group into a slot per thread instead of whole
+// into the workspace. The slot stays in L2, where the dense copies wrote and reread the
+// operands through the last-level cache or beyond it (N2 C640 32x32 G32 sliced along W: 47 MB
+// of strided operands and copies). Groups of planes narrower than a vector, or small enough to
+// run in batches, keep the whole copies.
+constexpr uint64_t kSlotMaxBytes = 1 << 20;   // a slot ([dY][X][dX] of one group) at most
+constexpr int64_t kMaxSlots = 32;             // threads that get a slot
+constexpr uint64_t kSlotBudget = 16 << 20;    // bytes all slots may take together
+
+bool stages_groups(const Plan& p, uint64_t operand_bytes) {
+  return p.fused && !p.channel_rows && p.HxW >= kWidth && p.D * p.HxW > kBatchGroupMax &&
+         3 * operand_bytes <= kSlotMaxBytes;
+}
+
 Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
-  Prepared r{given_args, make_plan(given_args), false, false, false, given_args};
+  Prepared r{given_args, make_plan(given_args), false, false, false, Staging{}, given_args};
   if (!r.plan.empty && !r.plan.channel_rows)
     planes_in_memory_order(r.args, r.plan.N, r.plan.C, r.plan.need_dx);
   const GroupNormBackwardArgs given = r.args;
@@ -921,7 +976,17 @@ Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
     };
     const bool dy_runs = runs(given.gradOut), x_runs = runs(given.input);
     const bool dx_runs = !r.plan.need_dx || runs(given.gradInput);
-    if (!(dy_runs && x_runs && dx_runs)) {
+    const uint64_t operand_bytes = (uint64_t(group_elems) * given.gradOut.itemsize() + 63) / 64 * 64;
+    if (!(dy_runs && x_runs && dx_runs) && stages_groups(r.plan, operand_bytes)) {
+      Staging& st = r.staging;
+      st.on = true;
+      st.dy = !dy_runs, st.x = !x_runs, st.dx = !dx_runs;
+      st.slots = dense_at;
+      st.operand_bytes = operand_bytes;
+      st.slot_bytes = 3 * operand_bytes;
+      st.count = std::min<int64_t>({kMaxSlots, r.plan.N * r.plan.G, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes))});
+      r.bytes = uint64_t(st.count) * st.slot_bytes;
+    } else if (!(dy_runs && x_runs && dx_runs)) {
       DensePlace place{dense_at};
       if ((r.dense_dy = !dy_runs)) r.args.gradOut = place.take(given.gradOut);
       if ((r.dense_x = !x_runs)) r.args.input = place.take(given.input);
@@ -947,9 +1012,9 @@ aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspa
   if (r.dense_x) copy_to_dense(r.views.input, r.args.input.data);
   float* floats = static_cast<float*>(workspace);
   switch (args.gradOut.dtype) {
-    case DType::Float32: Kernel<float>(r.args, r.plan, floats).run(); break;
-    case DType::Float16: Kernel<half_t>(r.args, r.plan, floats).run(); break;
-    case DType::BFloat16: Kernel<bfloat16_t>(r.args, r.plan, floats).run(); break;
+    case DType::Float32: Kernel<float>(r.args, r.plan, floats, r.staging).run(); break;
+    case DType::Float16: Kernel<half_t>(r.args, r.plan, floats, r.staging).run(); break;
+    case DType::BFloat16: Kernel<bfloat16_t>(r.args, r.plan, floats, r.staging).run(); break;
     default: return kInner;
   }
   if (r.dense_dx) copy_from_dense(r.args.gradInput.data, r.views.gradInput);

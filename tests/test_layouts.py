@@ -146,6 +146,38 @@ def test_group_norm_transposes_in_tiles(isa, threads, direction, dtype):
         assert_same_bits(a, b, None, f"{direction}: {name}")
 
 
+# Groups of more than 1024 elements with planes of a vector or more run staged: each task
+# copies its group of the operands no fast path takes into its thread's slot and scatters dX
+# back (ops/group_norm_backward.cpp, stages_groups). Here each operand in a layout of its own,
+# the masks included.
+STAGED_LAYOUTS = [("last-slice", "transposed-planes", "contiguous"), ("transposed-planes", "contiguous", "last-slice"),
+                  ("contiguous", "channel-slice", "transposed-planes"), ("reversed", "last-slice", "reversed"),
+                  ("contiguous", "contiguous", "last-slice")]
+
+
+@pytest.mark.parametrize("dy_kind,x_kind,out_kind", STAGED_LAYOUTS, ids=str)
+@pytest.mark.parametrize("mask", [(True, True, True), (True, False, False), (False, True, False), (False, False, True)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_group_norm_staged(isa, threads, dy_kind, x_kind, out_kind, mask, dtype):
+    rng = np.random.default_rng(6)
+    N, C, H, W, G = 2, 12, 24, 40, 3
+    shape = (N, C, H, W)
+    x, dy = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    mean = rng.standard_normal((N, G)).astype(dtype)
+    rstd = (rng.random((N, G)) + 0.5).astype(dtype)
+    gamma = rng.standard_normal(C).astype(dtype)
+    want = ac.group_norm_backward(dy, x, mean, rstd, gamma, N, C, H * W, G, output_mask=mask)
+    out, buf = out_view(shape, dtype, out_kind)
+    outs = (out if mask[0] else None, np.empty(C, dtype) if mask[1] else None, np.empty(C, dtype) if mask[2] else None)
+    got = ac.group_norm_backward(view(dy, dy_kind), view(x, x_kind), mean, rstd, gamma, N, C, H * W, G,
+                                 output_mask=mask, out=outs)
+    for k, name in enumerate(["gradInput", "gradGammaOut", "gradBetaOut"]):
+        if mask[k]:
+            assert_same_bits(got[k], want[k], buf if k == 0 else None, f"{name}: {dy_kind}, {x_kind} -> {out_kind}")
+    if not mask[0]:
+        assert np.all(buf.astype(np.float64) == SENTINEL)
+
+
 # (Not transposed planes in and out: those run in memory order; nor rows reversed in memory,
 # whose planes the kernel takes as runs of W, each run's vector lanes as they come, which with
 # W not a multiple of the vector width is another fixed order than one run per plane. Both are

@@ -69,26 +69,29 @@ namespace dense_detail {
 // walking its stretches with one cursor (short runs are not worth a cursor each).
 constexpr int64_t kPiece = 8192;
 
+// Flat indices [first, first + count) of f's tensor as stretches, on the calling thread.
 template <class Copy>
-void for_each_stretch(const FlatIndex& f, int64_t numel, Copy&& copy) {
+void stretches_in(const FlatIndex& f, int64_t first, int64_t count, Copy&& copy) {
   const int inner = f.m - 1;
   const int64_t run = f.shape[inner];
+  Cursor at(f, first);
+  while (count > 0) {
+    const int64_t i0 = at.idx[inner], len = std::min(run - i0, count);
+    copy(first, at.off, len);
+    first += len;
+    count -= len;
+    // To the stretch's last element, then one step on (into the next run).
+    at.idx[inner] = i0 + len - 1;
+    at.off += (len - 1) * f.stride[inner];
+    at.next();
+  }
+}
+
+template <class Copy>
+void for_each_stretch(const FlatIndex& f, int64_t numel, Copy&& copy) {
   const int64_t pieces = (numel + kPiece - 1) / kPiece;
   parallel_for(pieces, 4, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      int64_t first = p * kPiece, left = std::min(kPiece, numel - first);
-      Cursor at(f, first);
-      while (left > 0) {
-        const int64_t i0 = at.idx[inner], len = std::min(run - i0, left);
-        copy(first, at.off, len);
-        first += len;
-        left -= len;
-        // To the stretch's last element, then one step on (into the next run).
-        at.idx[inner] = i0 + len - 1;
-        at.off += (len - 1) * f.stride[inner];
-        at.next();
-      }
-    }
+    for (int64_t p = begin; p < end; ++p) stretches_in(f, p * kPiece, std::min(kPiece, numel - p * kPiece), copy);
   });
 }
 
@@ -106,6 +109,16 @@ inline bool is_transposed_pair(const FlatIndex& f) {
          f.shape[m - 2] >= kMinTransposed;
 }
 
+// Element offset of f's outer index o (the dims before the transposed pair).
+inline int64_t outer_offset(const FlatIndex& f, int64_t o) {
+  int64_t off = 0;
+  for (int k = f.m - 3; k >= 0; --k) {
+    off += o % f.shape[k] * f.stride[k];
+    o /= f.shape[k];
+  }
+  return off;
+}
+
 template <class E>
 void transposed_pair(const FlatIndex& f, E* base, int64_t numel, E* dense, bool to_dense) {
   const int m = f.m;
@@ -121,17 +134,57 @@ void transposed_pair(const FlatIndex& f, E* base, int64_t numel, E* dense, bool 
       const int64_t o = task / (strips * spans), rest_task = task % (strips * spans);
       const int64_t b0 = (rest_task / spans) * kStrip, len = std::min(kStrip, nb - b0);
       const int64_t a0 = (rest_task % spans) * kSpan, alen = std::min(kSpan, na - a0);
-      int64_t off = 0, rest = o;
-      for (int k = m - 3; k >= 0; --k) {
-        off += rest % f.shape[k] * f.stride[k];
-        rest /= f.shape[k];
-      }
-      E* const strided = base + off + b0 + a0 * sa;
+      E* const strided = base + outer_offset(f, o) + b0 + a0 * sa;
       E* const d = dense + o * plane + b0 * na + a0;
       if (to_dense) transpose_run(d, na, strided, sa, alen, len);
       else transpose_run(strided, sa, d, na, len, alen);
     }
   });
+}
+
+// transposed_pair for the flat indices [first, first + count), whole a-rows, on the calling
+// thread: dense[i - first] is element i.
+template <class E>
+void transposed_pair_range(const FlatIndex& f, E* base, int64_t first, int64_t count, E* dense, bool to_dense) {
+  const int m = f.m;
+  const int64_t na = f.shape[m - 1], nb = f.shape[m - 2], sa = f.stride[m - 1];
+  constexpr int64_t kStrip = 64 / sizeof(E);
+  for (int64_t row = first / na, end = (first + count) / na; row < end;) {
+    const int64_t o = row / nb, b0 = row % nb, b1 = std::min(nb, b0 + (end - row));
+    const int64_t off = outer_offset(f, o);
+    for (int64_t b = b0; b < b1; b += kStrip) {
+      const int64_t len = std::min(kStrip, b1 - b);
+      E* const strided = base + off + b;
+      E* const d = dense + ((o * nb + b) * na - first);
+      if (to_dense) transpose_run(d, na, strided, sa, na, len);
+      else transpose_run(strided, sa, d, na, len, na);
+    }
+    row += b1 - b0;
+  }
+}
+
+template <class E>
+void gather_range(const TensorView& t, const FlatIndex& f, int64_t first, int64_t count, void* dst) {
+  E* out = static_cast<E*>(dst);
+  const int64_t na = f.shape[f.m - 1];
+  if (is_transposed_pair(f) && first % na == 0 && count % na == 0)
+    return transposed_pair_range(f, t.ptr<E>(), first, count, out, true);
+  const E* src = t.ptr<const E>();
+  const int64_t step = f.stride[f.m - 1];
+  stretches_in(f, first, count,
+               [&](int64_t i, int64_t off, int64_t len) { gather_run(out + (i - first), src + off, len, step); });
+}
+
+template <class E>
+void scatter_range(const void* src, const TensorView& t, const FlatIndex& f, int64_t first, int64_t count) {
+  E* in = const_cast<E*>(static_cast<const E*>(src));
+  E* dst = t.ptr<E>();
+  const int64_t na = f.shape[f.m - 1];
+  if (is_transposed_pair(f) && first % na == 0 && count % na == 0)
+    return transposed_pair_range(f, dst, first, count, in, false);
+  const int64_t step = f.stride[f.m - 1];
+  stretches_in(f, first, count,
+               [&](int64_t i, int64_t off, int64_t len) { scatter_run(dst + off, in + (i - first), len, step); });
 }
 
 template <class E>
@@ -173,6 +226,28 @@ inline void copy_to_dense(const TensorView& t, void* dst) {
     case 2: return dense_detail::gather<uint16_t>(t, dst);
     case 4: return dense_detail::gather<uint32_t>(t, dst);
     default: return dense_detail::gather<uint64_t>(t, dst);
+  }
+}
+
+// dst (dense, count elements) = t's elements [first, first + count) in row-major order, with
+// f = FlatIndex(t); on the calling thread (a task's share of an op's copies).
+inline void copy_range_to_dense(const TensorView& t, const FlatIndex& f, int64_t first, int64_t count, void* dst) {
+  if (count <= 0) return;
+  switch (t.itemsize()) {
+    case 2: return dense_detail::gather_range<uint16_t>(t, f, first, count, dst);
+    case 4: return dense_detail::gather_range<uint32_t>(t, f, first, count, dst);
+    default: return dense_detail::gather_range<uint64_t>(t, f, first, count, dst);
+  }
+}
+
+// t's elements [first, first + count) in row-major order = src (dense), on the calling thread.
+inline void copy_range_from_dense(const void* src, const TensorView& t, const FlatIndex& f, int64_t first,
+                                  int64_t count) {
+  if (count <= 0) return;
+  switch (t.itemsize()) {
+    case 2: return dense_detail::scatter_range<uint16_t>(src, t, f, first, count);
+    case 4: return dense_detail::scatter_range<uint32_t>(src, t, f, first, count);
+    default: return dense_detail::scatter_range<uint64_t>(src, t, f, first, count);
   }
 }
 
