@@ -11,8 +11,10 @@
 //
 // gradOut, input and gradInput are each viewed as [N, C, HxW] in row-major order of their own
 // shape. Where each group of every operand is one unit-stride run (contiguous operands, channel
-// slices of wider tensors: GroupRuns), the vector kernels run on per-group pointers; other
-// layouts go element by element through cursors. Three schedules, chosen by shape and layout only (results never depend on threads):
+// slices of wider tensors: GroupRuns), the vector kernels run on per-group pointers. Other
+// layouts are copied: group by group into a slot per thread in the fused schedule (Staging),
+// else whole into the workspace (dense_copy.h); see prepare. Three schedules, chosen by shape
+// and layout only (results never depend on threads):
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
 //     still in cache (a group bigger than half an L2 writes its channels last to first, so the
