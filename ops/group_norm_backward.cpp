@@ -275,9 +275,10 @@ inline uint64_t run_elems(const Plan& p) {
 struct Staging {
   bool on = false;
   bool dy = false, x = false, dx = false;  // which operands go through the slot
-  char* slots = nullptr;                   // `count` slots of `slot_bytes`: [dY][X][dX] of a group
+  char* slots = nullptr;                   // `count` slots of slot_bytes(): [dY][X][dX] of a group
   int64_t count = 0;
-  uint64_t operand_bytes = 0, slot_bytes = 0;
+  uint64_t operand_bytes = 0;               // one operand's group, rounded up to a line
+  uint64_t slot_bytes() const { return 3 * operand_bytes; }
 };
 
 template <class T>
@@ -581,15 +582,15 @@ struct Kernel {
     }
   }
 
-  // Group t = (n, g) of the fused schedule (planes of at least kWidth): its planes' sums, its
-  // coefficients, its dX. From the group's pointers gp, or when null through cursors.
-  void fused_group(int64_t t, const Group* gp, bool stream_dx) const {
+  // Group t = (n, g) of the fused schedule (planes of at least kWidth) from its pointers: its
+  // planes' sums, its coefficients, its dX.
+  void fused_group(int64_t t, const Group& gp, bool stream_dx) const {
     const int64_t n = t / p.G, g = t % p.G;
     const float m = mean()[t];
     const int64_t cg0 = g * p.D, cg1 = cg0 + p.D;
     for (int64_t c = cg0; c < cg1; ++c) {
       const int64_t at = (c - cg0) * p.HxW;
-      const Sums s = gp != nullptr ? plane_sums(gp->dy + at, gp->x + at, p.HxW, m, with_x()) : sums(n, c, 0, p.HxW, m);
+      const Sums s = plane_sums(gp.dy + at, gp.x + at, p.HxW, m, with_x());
       ds()[n * p.C + c] = s.centred;
       db()[n * p.C + c] = s.dy;
     }
@@ -600,13 +601,9 @@ struct Kernel {
     for (int64_t i = 0; i < p.D; ++i) {
       const int64_t c = writes_backward ? cg1 - 1 - i : cg0 + i;
       const Coef k{r * gamma()[c], c2, c3, m};
-      if (gp != nullptr) {
-        const int64_t at = (c - cg0) * p.HxW;
-        if (stream_dx) plane_write<true>(gp->dy + at, gp->x + at, gp->dx + at, p.HxW, k);
-        else plane_write<false>(gp->dy + at, gp->x + at, gp->dx + at, p.HxW, k);
-      } else {
-        write(n, c, 0, p.HxW, k);
-      }
+      const int64_t at = (c - cg0) * p.HxW;
+      if (stream_dx) plane_write<true>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
+      else plane_write<false>(gp.dy + at, gp.x + at, gp.dx + at, p.HxW, k);
     }
   }
 
@@ -615,7 +612,7 @@ struct Kernel {
   void run_staged() const {
     const int64_t elems = p.D * p.HxW;
     parallel_tasks(p.N * p.G, st.count, [&](int64_t t, int64_t worker) {
-      char* slot = st.slots + worker * st.slot_bytes;
+      char* slot = st.slots + worker * st.slot_bytes();
       T* const sdy = reinterpret_cast<T*>(slot);
       T* const sx = reinterpret_cast<T*>(slot + st.operand_bytes);
       T* const sdx = reinterpret_cast<T*>(slot + 2 * st.operand_bytes);
@@ -626,7 +623,7 @@ struct Kernel {
       if (!st.x) gp.x = x0 + rx.at(start);
       else if (with_x()) copy_range_to_dense(a.input, fx, start, elems, sx);
       if (p.need_dx) gp.dx = st.dx ? sdx : dx0 + rdx.at(start);
-      fused_group(t, &gp, stream && !st.dx);
+      fused_group(t, gp, stream && !st.dx);
       if (p.need_dx && st.dx) copy_range_from_dense(sdx, a.gradInput, fdx, start, elems);
       if (stream && !st.dx) stream_fence();
     });
@@ -641,17 +638,10 @@ struct Kernel {
         return;
       }
       for (int64_t t = begin; t < end; ++t) {
+        // Every operand is in runs here: prepare staged or copied the others.
         const int64_t n = t / p.G, g = t % p.G;
-        if (runs && p.HxW < kWidth) {
-          group_short(n, g);
-          continue;
-        }
-        if (runs) {
-          const Group gp = group(n, g);
-          fused_group(t, &gp, stream);
-        } else {
-          fused_group(t, nullptr, false);
-        }
+        if (p.HxW < kWidth) group_short(n, g);
+        else fused_group(t, group(n, g), stream);
       }
       if (stream) stream_fence();
     };
@@ -985,9 +975,8 @@ Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
       st.dy = !dy_runs, st.x = !x_runs, st.dx = !dx_runs;
       st.slots = dense_at;
       st.operand_bytes = operand_bytes;
-      st.slot_bytes = 3 * operand_bytes;
-      st.count = std::min<int64_t>({kMaxSlots, r.plan.N * r.plan.G, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes))});
-      r.bytes = uint64_t(st.count) * st.slot_bytes;
+      st.count = std::min<int64_t>({kMaxSlots, r.plan.N * r.plan.G, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+      r.bytes = uint64_t(st.count) * st.slot_bytes();
     } else if (!(dy_runs && x_runs && dx_runs)) {
       DensePlace place{dense_at};
       if ((r.dense_dy = !dy_runs)) r.args.gradOut = place.take(given.gradOut);
