@@ -188,19 +188,6 @@ Sums plane_sums_short(const T* dy, const T* x, int64_t len, float mean, bool wit
   return s;
 }
 
-template <class T>
-Sums plane_sums_strided(const T* dy0, const T* x0, Cursor cy, Cursor cx, int64_t len, float mean, bool with_x) {
-  Sums s;
-  for (int64_t i = 0; i < len; ++i) {
-    const float d = to_float(dy0[cy.off]);
-    if (with_x) s.centred += d * (to_float(x0[cx.off]) - mean);
-    s.dy += d;
-    cy.next();
-    if (with_x) cx.next();
-  }
-  return s;
-}
-
 struct Coef {
   float c1, c2, c3, mean;
 };
@@ -223,17 +210,6 @@ template <class T>
 void plane_write_short(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
   for (int64_t i = 0; i < len; ++i)
     dx[i] = from_float<T>(k.c1 * to_float(dy[i]) + (k.c2 * (to_float(x[i]) - k.mean) + k.c3));
-}
-
-template <class T>
-void plane_write_strided(const T* dy0, const T* x0, T* dx0, Cursor cy, Cursor cx, Cursor cd, int64_t len,
-                         const Coef& k) {
-  for (int64_t i = 0; i < len; ++i) {
-    dx0[cd.off] = from_float<T>(k.c1 * to_float(dy0[cy.off]) + (k.c2 * (to_float(x0[cx.off]) - k.mean) + k.c3));
-    cy.next();
-    cx.next();
-    cd.next();
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,9 +328,10 @@ struct Kernel {
     return Group{dy0 + rdy.at(start), x0 + rx.at(start), p.need_dx ? dx0 + rdx.at(start) : nullptr};
   }
 
+  // Elements [h0, h1) of plane (n, c), for the chunked schedule. Its operands are all in runs:
+  // prepare stages only fused groups and replaces any other operand by a dense copy.
   Sums sums(int64_t n, int64_t c, int64_t h0, int64_t h1, float m) const {
-    const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
-    if (!runs) return plane_sums_strided(dy0, x0, Cursor(fdy, start), Cursor(fx, start), len, m, with_x());
+    const int64_t len = h1 - h0;
     const Group gp = group(n, c / p.D);
     const int64_t at = (c % p.D) * p.HxW + h0;
     if (p.HxW < kWidth) return plane_sums_short(gp.dy + at, gp.x + at, len, m, with_x());
@@ -362,8 +339,7 @@ struct Kernel {
   }
 
   void write(int64_t n, int64_t c, int64_t h0, int64_t h1, const Coef& k) const {
-    const int64_t start = (n * p.C + c) * p.HxW + h0, len = h1 - h0;
-    if (!runs) return plane_write_strided(dy0, x0, dx0, Cursor(fdy, start), Cursor(fx, start), Cursor(fdx, start), len, k);
+    const int64_t len = h1 - h0;
     const Group gp = group(n, c / p.D);
     const int64_t at = (c % p.D) * p.HxW + h0;
     if (p.HxW < kWidth) return plane_write_short(gp.dy + at, gp.x + at, gp.dx + at, len, k);
