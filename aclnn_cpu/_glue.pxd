@@ -42,3 +42,5 @@ cpdef object new_output(object shape, object dtype, object like=*)
 cpdef object dense_axis_order(object like, object shape)
 cpdef object empty_aligned(object shape, object dtype)
 cpdef tuple unpack_out(object out, Py_ssize_t n, str name)
+cpdef object int64_value(object value, str name)
+cpdef bint flag_value(object value, str name) except -1

@@ -7,6 +7,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_
 from libcpp cimport bool as cbool
 cimport numpy as cnp
 
+import operator
 import threading
 
 import numpy as np
@@ -248,17 +249,57 @@ cdef TensorArg tensor_arg(object obj, str name, bint is_output):
     return arg
 
 
+cdef object _flag(object value):
+    """value as a bool when it is one (Python's or NumPy's) or the integer 0 or 1, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    try:
+        v = operator.index(value)
+    except TypeError:
+        return None
+    return bool(v) if v in (0, 1) else None
+
+
+cpdef object int64_value(object value, str name):
+    """An integer argument as a Python int in int64's range. Integers only (NumPy's and bools
+    too): a float is refused rather than truncated (interpolationMode 1.5 would otherwise run
+    as nearest)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}") from None
+    if not -(1 << 63) <= v < (1 << 63):
+        raise _invalid(f"{name}: {v} is outside the int64 range")
+    return v
+
+
+cpdef bint flag_value(object value, str name) except -1:
+    """A bool argument: True or False (NumPy's too) or the integers 0 and 1; anything else (None,
+    a string) is refused rather than taken for its truth value."""
+    flag = _flag(value)
+    if flag is None:
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
+    return flag
+
+
 cdef BoolArrayArg bool_array_arg(object values, str name):
-    """The aclBoolArray for a sequence of bools (NULL for None)."""
+    """The aclBoolArray for a sequence of bools (NULL for None); each entry as flag_value takes
+    it, and a string is not a sequence of bools."""
     cdef BoolArrayArg arg = BoolArrayArg.__new__(BoolArrayArg)
     cdef cbool flags[64]
     cdef Py_ssize_t i, n
     if values is None:
         return arg
+    if isinstance(values, (str, bytes)):
+        raise _invalid(f"{name}: expected a sequence of bools, got {type(values).__name__}")
     try:
-        items = [bool(v) for v in values]
+        raw = list(values)
     except TypeError:
         raise _invalid(f"{name}: expected a sequence of bools, got {type(values).__name__}") from None
+    items = [_flag(v) for v in raw]
+    for i in range(len(items)):
+        if items[i] is None:
+            raise _invalid(f"{name}: entry {i} is {raw[i]!r}, not a bool")
     n = len(items)
     if n > 64:
         raise _invalid(f"{name}: {n} entries is too many")

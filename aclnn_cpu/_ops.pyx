@@ -9,8 +9,9 @@ from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
     BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,
-    aclTensor, as_input, bool_array_arg, dtype_of, new_executor, new_output, raise_for_status,
-    run_functional, run_two_phase, shape_of, tensor_arg, unpack_out)
+    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,
+    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,
+    unpack_out)
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm_backward',
@@ -47,26 +48,29 @@ cdef extern from "aclnnop/aclnn_grid_sampler2d_backward.h" nogil:
         void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 
 
-def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, int64_t interpolationMode,
-                                               int64_t paddingMode, bint alignCorners, outputMask,
-                                               inputGrad, gridGrad):
+def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, interpolationMode,
+                                               paddingMode, alignCorners, outputMask, inputGrad,
+                                               gridGrad):
     """Phase 1 of aclnnGridSampler2DBackward: validates and plans. Gradients of 2-D grid
     sampling with respect to the input and the grid, each behind outputMask. Returns
     (workspace_size, executor); raises an AclnnError subclass carrying the status on a broken
     rule."""
-    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "gradOutput", False)
-    cdef TensorArg a_input = tensor_arg(input, "input", False)
-    cdef TensorArg a_grid = tensor_arg(grid, "grid", False)
-    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "outputMask")
-    cdef TensorArg a_inputGrad = tensor_arg(inputGrad, "inputGrad", True)
-    cdef TensorArg a_gridGrad = tensor_arg(gridGrad, "gridGrad", True)
+    cdef int64_t c_interpolationMode = int64_value(interpolationMode, "aclnnGridSampler2DBackward: interpolationMode")
+    cdef int64_t c_paddingMode = int64_value(paddingMode, "aclnnGridSampler2DBackward: paddingMode")
+    cdef bint c_alignCorners = flag_value(alignCorners, "aclnnGridSampler2DBackward: alignCorners")
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnGridSampler2DBackward: gradOutput", False)
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGridSampler2DBackward: input", False)
+    cdef TensorArg a_grid = tensor_arg(grid, "aclnnGridSampler2DBackward: grid", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnGridSampler2DBackward: outputMask")
+    cdef TensorArg a_inputGrad = tensor_arg(inputGrad, "aclnnGridSampler2DBackward: inputGrad", True)
+    cdef TensorArg a_gridGrad = tensor_arg(gridGrad, "aclnnGridSampler2DBackward: gridGrad", True)
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
     with nogil:
         status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr,
-                                                              a_grid.ptr, interpolationMode,
-                                                              paddingMode, alignCorners,
+                                                              a_grid.ptr, c_interpolationMode,
+                                                              c_paddingMode, c_alignCorners,
                                                               a_outputMask.ptr, a_inputGrad.ptr,
                                                               a_gridGrad.ptr, &workspace_size,
                                                               &executor)
@@ -82,9 +86,8 @@ def aclnnGridSampler2DBackward(workspace, uint64_t workspaceSize, Executor execu
     return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGridSampler2DBackward")
 
 
-def grid_sampler2d_backward(grad_output, input, grid, int64_t interpolation_mode=0,
-                            int64_t padding_mode=0, bint align_corners=False,
-                            output_mask=(True, True), *, out=None):
+def grid_sampler2d_backward(grad_output, input, grid, interpolation_mode=0, padding_mode=0,
+                            align_corners=False, output_mask=(True, True), *, out=None):
     """Gradients of 2-D grid sampling with respect to the input and the grid, each behind outputMask.
 
     Functional form of aclnnGridSampler2DBackward: allocates the outputs not given in ``out``.
@@ -109,12 +112,15 @@ def grid_sampler2d_backward(grad_output, input, grid, int64_t interpolation_mode
         grid_grad: Gradient of grid; shape and dtype of grid. Allocated in the memory order
             of grid when that is dense (channels-last, transposed), else C-contiguous.
     """
+    interpolation_mode = int64_value(interpolation_mode, "aclnnGridSampler2DBackward: interpolation_mode")
+    padding_mode = int64_value(padding_mode, "aclnnGridSampler2DBackward: padding_mode")
+    align_corners = flag_value(align_corners, "aclnnGridSampler2DBackward: align_corners")
     grad_output = as_input(grad_output)
     input = as_input(input)
     grid = as_input(grid)
     if output_mask is not None:
         output_mask = tuple(output_mask)
-    input_grad, grid_grad = unpack_out(out, 2, "out")
+    input_grad, grid_grad = unpack_out(out, 2, "aclnnGridSampler2DBackward: out")
     if input_grad is None and _mask_on(output_mask, 0, 2) and input is not None:
         input_grad = _new_output(shape_of(input), dtype_of(input), input)
     if grid_grad is None and _mask_on(output_mask, 1, 2) and grid is not None:
@@ -141,30 +147,34 @@ cdef extern from "aclnnop/aclnn_group_norm_backward.h" nogil:
         void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 
 
-def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, int64_t N, int64_t C,
-                                           int64_t HxW, int64_t group, outputMask, gradInput,
-                                           gradGammaOut, gradBetaOut):
+def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, N, C, HxW, group,
+                                           outputMask, gradInput, gradGammaOut, gradBetaOut):
     """Phase 1 of aclnnGroupNormBackward: validates and plans. Gradients of GroupNorm with
     respect to its input, gamma and beta, each behind outputMask. Returns (workspace_size,
     executor); raises an AclnnError subclass carrying the status on a broken rule."""
-    cdef TensorArg a_gradOut = tensor_arg(gradOut, "gradOut", False)
-    cdef TensorArg a_input = tensor_arg(input, "input", False)
-    cdef TensorArg a_mean = tensor_arg(mean, "mean", False)
-    cdef TensorArg a_rstd = tensor_arg(rstd, "rstd", False)
-    cdef TensorArg a_gamma = tensor_arg(gamma, "gamma", False)
-    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "outputMask")
-    cdef TensorArg a_gradInput = tensor_arg(gradInput, "gradInput", True)
-    cdef TensorArg a_gradGammaOut = tensor_arg(gradGammaOut, "gradGammaOut", True)
-    cdef TensorArg a_gradBetaOut = tensor_arg(gradBetaOut, "gradBetaOut", True)
+    cdef int64_t c_N = int64_value(N, "aclnnGroupNormBackward: N")
+    cdef int64_t c_C = int64_value(C, "aclnnGroupNormBackward: C")
+    cdef int64_t c_HxW = int64_value(HxW, "aclnnGroupNormBackward: HxW")
+    cdef int64_t c_group = int64_value(group, "aclnnGroupNormBackward: group")
+    cdef TensorArg a_gradOut = tensor_arg(gradOut, "aclnnGroupNormBackward: gradOut", False)
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGroupNormBackward: input", False)
+    cdef TensorArg a_mean = tensor_arg(mean, "aclnnGroupNormBackward: mean", False)
+    cdef TensorArg a_rstd = tensor_arg(rstd, "aclnnGroupNormBackward: rstd", False)
+    cdef TensorArg a_gamma = tensor_arg(gamma, "aclnnGroupNormBackward: gamma", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnGroupNormBackward: outputMask")
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "aclnnGroupNormBackward: gradInput", True)
+    cdef TensorArg a_gradGammaOut = tensor_arg(gradGammaOut, "aclnnGroupNormBackward: gradGammaOut", True)
+    cdef TensorArg a_gradBetaOut = tensor_arg(gradBetaOut, "aclnnGroupNormBackward: gradBetaOut", True)
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
     with nogil:
         status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
-                                                          a_rstd.ptr, a_gamma.ptr, N, C, HxW, group,
-                                                          a_outputMask.ptr, a_gradInput.ptr,
-                                                          a_gradGammaOut.ptr, a_gradBetaOut.ptr,
-                                                          &workspace_size, &executor)
+                                                          a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
+                                                          c_group, a_outputMask.ptr,
+                                                          a_gradInput.ptr, a_gradGammaOut.ptr,
+                                                          a_gradBetaOut.ptr, &workspace_size,
+                                                          &executor)
     raise_for_status(status)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNormBackward",
                                         c_aclnnGroupNormBackward,
@@ -177,8 +187,8 @@ def aclnnGroupNormBackward(workspace, uint64_t workspaceSize, Executor executor,
     return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGroupNormBackward")
 
 
-def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C, int64_t HxW,
-                        int64_t group, output_mask=(True, True, True), *, out=None):
+def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
+                        output_mask=(True, True, True), *, out=None):
     """Gradients of GroupNorm with respect to its input, gamma and beta, each behind outputMask.
 
     Functional form of aclnnGroupNormBackward: allocates the outputs not given in ``out``.
@@ -208,6 +218,10 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C
         grad_beta_out: Gradient of beta; shape of gamma ([C] when gamma is null), dtype of
             gradOut.
     """
+    N = int64_value(N, "aclnnGroupNormBackward: N")
+    C = int64_value(C, "aclnnGroupNormBackward: C")
+    HxW = int64_value(HxW, "aclnnGroupNormBackward: HxW")
+    group = int64_value(group, "aclnnGroupNormBackward: group")
     grad_out = as_input(grad_out)
     input = as_input(input)
     mean = as_input(mean)
@@ -215,7 +229,7 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, int64_t N, int64_t C
     gamma = as_input(gamma)
     if output_mask is not None:
         output_mask = tuple(output_mask)
-    grad_input, grad_gamma_out, grad_beta_out = unpack_out(out, 3, "out")
+    grad_input, grad_gamma_out, grad_beta_out = unpack_out(out, 3, "aclnnGroupNormBackward: out")
     if grad_input is None and _mask_on(output_mask, 0, 3) and input is not None and grad_out is not None:
         grad_input = _new_output(shape_of(input), dtype_of(grad_out), input)
     if grad_gamma_out is None and _mask_on(output_mask, 1, 3) and grad_out is not None:
@@ -247,11 +261,11 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, grad
     self (gradOutput where self > 0, else weight * gradOutput) and to weight. Returns
     (workspace_size, executor); raises an AclnnError subclass carrying the status on a broken
     rule."""
-    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "gradOutput", False)
-    cdef TensorArg a_self = tensor_arg(self, "self", False)
-    cdef TensorArg a_weight = tensor_arg(weight, "weight", False)
-    cdef TensorArg a_gradInput = tensor_arg(gradInput, "gradInput", True)
-    cdef TensorArg a_gradWeight = tensor_arg(gradWeight, "gradWeight", True)
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnPreluBackward: gradOutput", False)
+    cdef TensorArg a_self = tensor_arg(self, "aclnnPreluBackward: self", False)
+    cdef TensorArg a_weight = tensor_arg(weight, "aclnnPreluBackward: weight", False)
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "aclnnPreluBackward: gradInput", True)
+    cdef TensorArg a_gradWeight = tensor_arg(gradWeight, "aclnnPreluBackward: gradWeight", True)
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
@@ -294,7 +308,7 @@ def prelu_backward(grad_output, self, weight, *, out=None):
     grad_output = as_input(grad_output)
     self = as_input(self)
     weight = as_input(weight)
-    grad_input, grad_weight = unpack_out(out, 2, "out")
+    grad_input, grad_weight = unpack_out(out, 2, "aclnnPreluBackward: out")
     if grad_input is None and self is not None:
         grad_input = _new_output(shape_of(self), dtype_of(self), self)
     if grad_weight is None and weight is not None:
@@ -315,18 +329,19 @@ cdef extern from "aclnnop/aclnn_softmax_backward.h" nogil:
         void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 
 
-def aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, int64_t dim, out):
+def aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, dim, out):
     """Phase 1 of aclnnSoftmaxBackward: validates and plans. Gradient of softmax along dim, out
     = output * (gradOutput - sum(gradOutput * output, dim)). Returns (workspace_size, executor);
     raises an AclnnError subclass carrying the status on a broken rule."""
-    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "gradOutput", False)
-    cdef TensorArg a_output = tensor_arg(output, "output", False)
-    cdef TensorArg a_out = tensor_arg(out, "out", True)
+    cdef int64_t c_dim = int64_value(dim, "aclnnSoftmaxBackward: dim")
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnSoftmaxBackward: gradOutput", False)
+    cdef TensorArg a_output = tensor_arg(output, "aclnnSoftmaxBackward: output", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnSoftmaxBackward: out", True)
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
     with nogil:
-        status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, dim,
+        status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
                                                         a_out.ptr, &workspace_size, &executor)
     raise_for_status(status)
     return workspace_size, new_executor(executor, workspace_size, "aclnnSoftmaxBackward",
@@ -339,7 +354,7 @@ def aclnnSoftmaxBackward(workspace, uint64_t workspaceSize, Executor executor, s
     return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnSoftmaxBackward")
 
 
-def softmax_backward(grad_output, output, int64_t dim, *, out=None, out_dtype=None):
+def softmax_backward(grad_output, output, dim, *, out=None, out_dtype=None):
     """Gradient of softmax along dim, out = output * (gradOutput - sum(gradOutput * output, dim)).
 
     Functional form of aclnnSoftmaxBackward: allocates the outputs not given in ``out``.
@@ -358,6 +373,7 @@ def softmax_backward(grad_output, output, int64_t dim, *, out=None, out_dtype=No
             Allocated in the memory order of grad_output when that is dense (channels-last,
             transposed), else C-contiguous.
     """
+    dim = int64_value(dim, "aclnnSoftmaxBackward: dim")
     grad_output = as_input(grad_output)
     output = as_input(output)
     if out is None and grad_output is not None:

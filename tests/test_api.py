@@ -135,6 +135,65 @@ def test_misaligned_and_byte_swapped_arrays_are_refused_clearly():
         ac.softmax_backward(raw, Y, 0)
 
 
+def test_every_message_starts_with_the_op_name():
+    """Errors raised before the C validator (array conversion, out=, masks, scalar types) name
+    the aclnn function first, as the validator's own messages do (docs/ops.md)."""
+    raw = np.zeros(4 * 8 + 1, np.uint8)[1:].view(np.float32).reshape(4, 2)
+    grid = np.zeros((1, 2, 2, 2), np.float32)
+    image = np.zeros((1, 1, 2, 2), np.float32)
+    calls = [
+        (ac.ParamInvalidError, lambda: ac.softmax_backward(raw, Y, 0), "aclnnSoftmaxBackward: gradOutput"),
+        (ac.ParamInvalidError, lambda: ac.aclnnSoftmaxBackwardGetWorkspaceSize(GO, Y, 0, raw),
+         "aclnnSoftmaxBackward: out"),
+        (ac.ParamInvalidError, lambda: ac.grid_sampler2d_backward(image, image, grid, out=(None,)),
+         "aclnnGridSampler2DBackward: out"),
+        (ac.ParamInvalidError, lambda: ac.grid_sampler2d_backward(image, image, grid, output_mask="ab"),
+         "aclnnGridSampler2DBackward: outputMask"),
+        (TypeError, lambda: ac.softmax_backward(GO, Y, 0.0), "aclnnSoftmaxBackward: dim"),
+    ]
+    for error, call, start in calls:
+        with pytest.raises(error) as info:
+            call()
+        message = str(info.value)
+        assert message.removeprefix("[161002] ").startswith(start), message
+
+
+def test_scalar_arguments_are_not_truncated_or_taken_for_their_truth():
+    """An integer parameter takes integers only (a float such as interpolationMode 1.5 had run
+    as nearest), a bool parameter and a mask's entries bools or 0/1 (a string had been True);
+    through the functional and the two-phase API alike, and nothing is written."""
+    rng = np.random.default_rng(0)
+    go = rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    image = rng.standard_normal((1, 1, 4, 4)).astype(np.float32)
+    grid = rng.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)
+    want = ac.grid_sampler2d_backward(go, image, grid, 1, 0, False)
+    # Integers of any kind, NumPy bools and 0/1 for flags give the plain call's result.
+    for args in [(np.int64(1), np.int32(0), np.bool_(False)), (1, 0, 0), (1, False, False)]:
+        got = ac.grid_sampler2d_backward(go, image, grid, *args, output_mask=[np.bool_(True), 1])
+        for g, w in zip(got, want):
+            assert np.array_equal(g, w)
+    bad = [((1.5, 0, False), TypeError, "interpolation_mode"), ((1, 2.0, False), TypeError, "padding_mode"),
+           ((1, 0, None), TypeError, "align_corners"), ((1, 0, "no"), TypeError, "align_corners"),
+           ((1, 0, 2), TypeError, "align_corners"), ((1 << 63, 0, False), ac.ParamInvalidError, "int64 range")]
+    for args, error, what in bad:
+        outs = (np.full_like(image, 7.0), np.full_like(grid, 7.0))
+        with pytest.raises(error, match=what):
+            ac.grid_sampler2d_backward(go, image, grid, *args, out=outs)
+        with pytest.raises(error):
+            ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, image, grid, *args, (True, True), *outs)
+        assert (outs[0] == 7.0).all() and (outs[1] == 7.0).all()
+    for mask in ["ab", ("yes", True), (2, True), (None, True), 5]:
+        outs = (np.full_like(image, 7.0), np.full_like(grid, 7.0))
+        with pytest.raises(ac.ParamInvalidError, match="outputMask"):
+            ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, image, grid, 1, 0, False, mask, *outs)
+        assert (outs[0] == 7.0).all() and (outs[1] == 7.0).all()
+    x = np.ones((2, 4, 3), np.float32)
+    with pytest.raises(TypeError, match="group"):
+        ac.group_norm_backward(x, x, np.zeros(4, np.float32), np.ones(4, np.float32), None, 2, 4, 3, 2.0)
+    with pytest.raises(TypeError, match="dim"):
+        ac.aclnnSoftmaxBackwardGetWorkspaceSize(GO, Y, 1.0, np.empty_like(GO))
+
+
 def test_bfloat16_rejected_on_atlas_training(product):
     go, y = GO.astype(BFLOAT16), Y.astype(BFLOAT16)
     ac.softmax_backward(go, y, 0)  # fine on the default (Atlas A2)

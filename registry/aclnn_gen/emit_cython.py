@@ -35,8 +35,22 @@ def _extern_param(p: Param) -> str:
     }[p.kind]
 
 
-def _typed(p: Param, name: str) -> str:
-    return {"int64": f"int64_t {name}", "bool": f"bint {name}"}.get(p.kind, name)
+def _scalar_checks(op: Op, params: List[Param], names: List[str], indent: str, typed: bool) -> List[str]:
+    """Lines converting the scalar parameters strictly (glue's int64_value / flag_value: a float
+    for an integer or a string for a bool is an error, not a truncation or a truth value): in
+    place as Python values (the functional form), or into typed locals c_<name> (phase 1)."""
+    out: List[str] = []
+    for p, name in zip(params, names):
+        fn = {"int64": "int64_value", "bool": "flag_value"}.get(p.kind)
+        if fn is None:
+            continue
+        call = f'{fn}({name}, "{op.c_name}: {name}")'
+        if typed:
+            ctype = "int64_t" if p.kind == "int64" else "bint"
+            out.append(f"{indent}cdef {ctype} c_{name} = {call}")
+        else:
+            out.append(f"{indent}{name} = {call}")
+    return out
 
 
 def _join_wrapped(head: str, items: List[str], tail: str, indent: str, width: int = 100) -> List[str]:
@@ -93,8 +107,7 @@ def _layout_note(p: Param) -> str:
 
 def _functional(op: Op) -> List[str]:
     positional = [p for p in op.params if p.kind != "output"]
-    sig = [(_typed(p, p.py_name) + (f"={py_literal(p.default)}" if p.has_default else ""))
-           for p in positional]
+    sig = [(p.py_name + (f"={py_literal(p.default)}" if p.has_default else "")) for p in positional]
     sig += ["*", "out=None"] + [f"{k.name}={py_literal(k.default)}" for k in op.python_kwargs]
     out = _join_wrapped(f"def {op.python}(", sig, "):", "")
     outputs = op.outputs
@@ -124,6 +137,7 @@ def _functional(op: Op) -> List[str]:
             doc += wrap(f"{o.py_name}: {o.doc}{_layout_note(o)}", 92, "        ", "            ")
     doc += ['    """']
     out += doc
+    out += _scalar_checks(op, positional, [p.py_name for p in positional], "    ", False)
     for p in op.inputs:
         out.append(f"    {p.py_name} = as_input({p.py_name})")
     for p in op.params:
@@ -135,7 +149,7 @@ def _functional(op: Op) -> List[str]:
             out.append(f"    {outputs[0].py_name} = out")
     else:
         out.append(f"    {', '.join(o.py_name for o in outputs)} = "
-                   f"unpack_out(out, {len(outputs)}, \"out\")")
+                   f"unpack_out(out, {len(outputs)}, \"{op.c_name}: out\")")
     for o in outputs:
         out.append(f"    if {_alloc_guard(op, o)}:")
         like = f", {o.alloc.layout}" if o.alloc.layout else ""
@@ -167,25 +181,27 @@ def _two_phase(op: Op) -> List[str]:
     out += _join_wrapped("", ["void* workspace", "uint64_t workspaceSize", "aclOpExecutor* executor",
                               "aclrtStream stream"], ")", " " * 8)
     out += ["", ""]
-    sig = [_typed(p, p.name) for p in op.params]
+    sig = [p.name for p in op.params]
     out += _join_wrapped(f"def {op.c_name}GetWorkspaceSize(", sig, "):", "")
     out += _doc_lines(f'"""Phase 1 of {op.c_name}: validates and plans. {op.summary} '
                       f'Returns (workspace_size, executor); raises an AclnnError subclass carrying '
                       f'the status on a broken rule."""', "    ")
     args: List[str] = []
     keep: List[str] = []
+    out += _scalar_checks(op, op.params, [p.name for p in op.params], "    ", True)
     for p in op.params:
+        # Names in messages carry the op's name, as the C validator's messages do.
         if p.is_tensor:
             is_out = "True" if p.kind == "output" else "False"
-            out.append(f'    cdef TensorArg a_{p.name} = tensor_arg({p.name}, "{p.name}", {is_out})')
+            out.append(f'    cdef TensorArg a_{p.name} = tensor_arg({p.name}, "{op.c_name}: {p.name}", {is_out})')
             args.append(f"a_{p.name}.ptr")
             keep.append(f"a_{p.name}")
         elif p.kind == "bool_array":
-            out.append(f'    cdef BoolArrayArg a_{p.name} = bool_array_arg({p.name}, "{p.name}")')
+            out.append(f'    cdef BoolArrayArg a_{p.name} = bool_array_arg({p.name}, "{op.c_name}: {p.name}")')
             args.append(f"a_{p.name}.ptr")
             keep.append(f"a_{p.name}")
         else:
-            args.append(p.name)
+            args.append(f"c_{p.name}")
     out += ["    cdef uint64_t workspace_size = 0", "    cdef aclOpExecutor* executor = NULL",
             "    cdef aclnnStatus status", "    with nogil:"]
     out += _join_wrapped(f"status = c_{op.c_name}GetWorkspaceSize(",
@@ -219,8 +235,9 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            "from libc.stdint cimport int64_t, uint64_t", "",
            "from aclnn_cpu._glue cimport (",
            "    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,",
-           "    aclTensor, as_input, bool_array_arg, dtype_of, new_executor, new_output, raise_for_status,",
-           "    run_functional, run_two_phase, shape_of, tensor_arg, unpack_out)", ""]
+           "    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,",
+           "    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,",
+           "    unpack_out)", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     out += ["", "",
             "cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):",

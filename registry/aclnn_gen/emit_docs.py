@@ -112,8 +112,11 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            "Status codes: 161001 `ACLNN_ERR_PARAM_NULLPTR` (`aclnn_cpu.ParamNullptrError`, a "
            "`TypeError`), 161002 `ACLNN_ERR_PARAM_INVALID` (`aclnn_cpu.ParamInvalidError`, a "
            "`ValueError`), 561000 `ACLNN_ERR_INNER` (out of memory, internal error). Every "
-           "message starts with the aclnn function name and is returned by "
-           "`aclGetRecentErrMsg()`.", "",
+           "message starts with the aclnn function name; the C validator's are also returned by "
+           "`aclGetRecentErrMsg()`. In Python, integer parameters take integers only (NumPy's "
+           "too: a float raises `TypeError` rather than being truncated), and bool parameters "
+           "and the entries of a mask take `True`/`False` (NumPy's too) or 0/1 (anything else: "
+           "`TypeError`, for a mask 161002).", "",
            "| op | Python | products | summary |", "| --- | --- | --- | --- |"]
     for op in ops:
         anchor = op.c_name.lower()

@@ -9,8 +9,9 @@ from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
     BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,
-    aclTensor, as_input, bool_array_arg, dtype_of, new_executor, new_output, raise_for_status,
-    run_functional, run_two_phase, shape_of, tensor_arg, unpack_out)
+    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,
+    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,
+    unpack_out)
 
 __all__ = ['toy_blend_backward', 'aclnnToyBlendBackwardGetWorkspaceSize', 'aclnnToyBlendBackward']
 
@@ -42,25 +43,29 @@ cdef extern from "aclnnop/aclnn_toy_blend_backward.h" nogil:
         void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 
 
-def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, int64_t axis, int64_t mode,
-                                          bint keepDims, outputMask, gradSelf, gradScale):
+def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, axis, mode, keepDims, outputMask,
+                                          gradSelf, gradScale):
     """Phase 1 of aclnnToyBlendBackward: validates and plans. A made-up op that exercises every
     registry feature. Returns (workspace_size, executor); raises an AclnnError subclass carrying
     the status on a broken rule."""
-    cdef TensorArg a_gradOut = tensor_arg(gradOut, "gradOut", False)
-    cdef TensorArg a_self = tensor_arg(self, "self", False)
-    cdef TensorArg a_scale = tensor_arg(scale, "scale", False)
-    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "outputMask")
-    cdef TensorArg a_gradSelf = tensor_arg(gradSelf, "gradSelf", True)
-    cdef TensorArg a_gradScale = tensor_arg(gradScale, "gradScale", True)
+    cdef int64_t c_axis = int64_value(axis, "aclnnToyBlendBackward: axis")
+    cdef int64_t c_mode = int64_value(mode, "aclnnToyBlendBackward: mode")
+    cdef bint c_keepDims = flag_value(keepDims, "aclnnToyBlendBackward: keepDims")
+    cdef TensorArg a_gradOut = tensor_arg(gradOut, "aclnnToyBlendBackward: gradOut", False)
+    cdef TensorArg a_self = tensor_arg(self, "aclnnToyBlendBackward: self", False)
+    cdef TensorArg a_scale = tensor_arg(scale, "aclnnToyBlendBackward: scale", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnToyBlendBackward: outputMask")
+    cdef TensorArg a_gradSelf = tensor_arg(gradSelf, "aclnnToyBlendBackward: gradSelf", True)
+    cdef TensorArg a_gradScale = tensor_arg(gradScale, "aclnnToyBlendBackward: gradScale", True)
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
     with nogil:
         status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
-                                                         axis, mode, keepDims, a_outputMask.ptr,
-                                                         a_gradSelf.ptr, a_gradScale.ptr,
-                                                         &workspace_size, &executor)
+                                                         c_axis, c_mode, c_keepDims,
+                                                         a_outputMask.ptr, a_gradSelf.ptr,
+                                                         a_gradScale.ptr, &workspace_size,
+                                                         &executor)
     raise_for_status(status)
     return workspace_size, new_executor(executor, workspace_size, "aclnnToyBlendBackward",
                                         c_aclnnToyBlendBackward,
@@ -73,7 +78,7 @@ def aclnnToyBlendBackward(workspace, uint64_t workspaceSize, Executor executor, 
     return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnToyBlendBackward")
 
 
-def toy_blend_backward(grad_out, self, scale, int64_t axis=1, int64_t mode=0, bint keep_dims=False,
+def toy_blend_backward(grad_out, self, scale, axis=1, mode=0, keep_dims=False,
                        output_mask=(True, True), *, out=None, out_dtype=None):
     """A made-up op that exercises every registry feature.
 
@@ -97,12 +102,15 @@ def toy_blend_backward(grad_out, self, scale, int64_t axis=1, int64_t mode=0, bi
             dense (channels-last, transposed), else C-contiguous.
         grad_scale: Gradient of scale.
     """
+    axis = int64_value(axis, "aclnnToyBlendBackward: axis")
+    mode = int64_value(mode, "aclnnToyBlendBackward: mode")
+    keep_dims = flag_value(keep_dims, "aclnnToyBlendBackward: keep_dims")
     grad_out = as_input(grad_out)
     self = as_input(self)
     scale = as_input(scale)
     if output_mask is not None:
         output_mask = tuple(output_mask)
-    grad_self, grad_scale = unpack_out(out, 2, "out")
+    grad_self, grad_scale = unpack_out(out, 2, "aclnnToyBlendBackward: out")
     if grad_self is None and _mask_on(output_mask, 0, 2) and self is not None:
         grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
     if grad_scale is None and _mask_on(output_mask, 1, 2) and self is not None and grad_out is not None:
