@@ -76,7 +76,8 @@ struct Layout {
   int64_t chunks_per_plane = 1;
   // column blocks
   int64_t channels_per_block = 1, blocks = 1, rows_per_chunk = 1, row_chunks = 1;
-  int64_t fold = 1;  // > 1: whole contiguous rows, processed `fold` rows per run
+  int64_t fold = 1;  // > 1: a block's rows summed into `fold` accumulator copies (make_layout)
+  bool fold_runs = false;  // fold > 1 with contiguous rows: `fold` rows per run
   bool unit_runs = false;  // one row dim, contiguous in all three: a block is one run per row
 
   int64_t partial_count() const { return channel_runs ? N * C * chunks_per_plane : row_chunks * C; }
@@ -152,8 +153,13 @@ Layout make_layout(const PreluBackwardArgs& a) {
     bool rows_contiguous = l.blocks == 1 && l.m == 1 && l.shape[0] == l.W;
     for (int t = 0; t < 3; ++t)
       rows_contiguous = rows_contiguous && l.run_stride[t] == 1 && (l.N == 1 || l.row_stride[t] == l.W);
+    // A block of whole rows narrower than a task's rows sums them `fold` at a time into as many
+    // accumulator copies, added up in a fixed tree (fold_rows). fold follows from the shape
+    // alone, so every layout sums in that order and gives the contiguous call's bits: contiguous
+    // rows as one run of fold rows (fold_runs), others row by row into copy (n - n0) % fold.
     // (No more rows folded together than a task has: each folded copy costs the task a pass.)
-    if (rows_contiguous) l.fold = std::max<int64_t>(1, std::min(l.rows_per_chunk, kColumnBlock / std::max<int64_t>(1, l.W)));
+    if (l.blocks == 1) l.fold = std::max<int64_t>(1, std::min(l.rows_per_chunk, kColumnBlock / std::max<int64_t>(1, l.W)));
+    l.fold_runs = l.fold > 1 && rows_contiguous;
   }
   return l;
 }
@@ -495,7 +501,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
             unpair_sums(acc, wcol, j1 - j0);
             sums = wcol;
           }
-        } else if (l.fold > 1) {
+        } else if (l.fold_runs) {
           // Short contiguous rows: `fold` rows at a time form one run, with the block's
           // weights and accumulators repeated per row; the copies are added up below.
           fill_block_weights(wcol, weights, c0, c1, l.HxW);
@@ -507,16 +513,21 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
           }
           fold_rows(acc, l.W, l.fold);
         } else {
+          // Row by row; with fold > 1 (whole rows, so j0 = 0 and j1 = W) row n goes into
+          // accumulator copy (n - n0) % fold, as the folded runs add it.
           fill_block_weights(wcol, weights, c0, c1, l.HxW);
-          std::fill(acc, acc + (j1 - j0), 0.0f);
+          const int64_t span_elems = j1 - j0;
+          std::fill(acc, acc + l.fold * span_elems, 0.0f);
           for (int64_t n = n0; n < n1; ++n) {
             const T* go = go0 + n * l.row_stride[kGo];
             const T* x = x0 + n * l.row_stride[kX];
             T* gi = gi0 + n * l.row_stride[kGi];
+            float* copy = acc + (n - n0) % l.fold * span_elems;
             for_runs(l, j0, j1, [&](int64_t j, const int64_t* off, int64_t len) {
-              column_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, wcol + (j - j0), acc + (j - j0));
+              column_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, wcol + (j - j0), copy + (j - j0));
             });
           }
+          fold_rows(acc, span_elems, l.fold);
         }
         // Per-channel partial of this row chunk: the channel's positions, in a fixed grouping
         // (one position: sum_floats's 0.0f + value, a vector of channels at a time).
@@ -657,8 +668,8 @@ template <class T>
 bool streams(const PreluBackwardArgs& a, const Layout& l) {
   if (!l.unit_runs || !streams_worthwhile(uint64_t(l.N * l.W) * 3 * sizeof(T), 1)) return false;
   const int64_t run = l.channel_runs ? std::min(l.HxW, kPlaneChunk)
-                     : l.fold > 1      ? l.fold * l.W
-                                       : l.channels_per_block * l.HxW;
+                     : l.fold_runs      ? l.fold * l.W
+                                       : std::min(l.channels_per_block * l.HxW, l.W);
   const uint64_t run_bytes = uint64_t(run) * sizeof(T);
   // Runs start at multiples of run_bytes within a row, rows at multiples of the row stride.
   const uint64_t row_bytes = uint64_t(std::abs(l.row_stride[kGi])) * sizeof(T);

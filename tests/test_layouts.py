@@ -201,6 +201,26 @@ def test_prelu(isa, kind, out_kind, per_channel, dtype):
     assert_same_bits(got[1], want[1], None, "gradWeight")
 
 
+@pytest.mark.parametrize("kind", ["batch-slice", "channel-slice", "broadcast", "reversed", "last-slice"])
+@pytest.mark.parametrize("shape", [(17, 35, 27), (4096, 3), (64, 100), (300, 4, 4), (40, 8, 5, 3)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_prelu_narrow_rows(isa, threads, kind, shape, dtype):
+    """Rows narrower than a column block, several to a task: the contiguous call sums them in
+    folded copies (a tree over the rows), and every other layout of the same shape in the same
+    order, so gradWeight has the contiguous call's bits (it had summed strided rows in order)."""
+    rng = np.random.default_rng(len(shape) * 1000 + shape[0])
+    x = rng.standard_normal(shape).astype(dtype)
+    go = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[1]).astype(dtype)
+    for gov, xv in [(view(go, kind), x), (go, view(x, kind)), (view(go, kind), view(x, kind))]:
+        want = ac.prelu_backward(np.ascontiguousarray(gov), np.ascontiguousarray(xv), w)
+        for count in (1, 2):
+            threads(count)
+            got = ac.prelu_backward(gov, xv, w)
+            assert_same_bits(got[0], want[0], None, f"gradInput {kind} {shape}")
+            assert_same_bits(got[1], want[1], None, f"gradWeight {kind} {shape}, {count} threads")
+
+
 @pytest.mark.parametrize("N,C,H,W,G", [(2, 8, 6, 20, 4), (2, 6, 3, 3, 3), (1, 4, 130, 130, 2), (2, 64, 16, 16, 32)],
                          ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
