@@ -14,6 +14,9 @@
 //   * strided (anything else): rows enumerated with an N-d index, each summed in the order of
 //     a contiguous row of its length (so its result does not depend on its strides) and
 //     written with the row kernel when its elements are adjacent, else scalar.
+// Layouts that neither the rows nor the columns take in place run the contiguous kernels on
+// copies: task by task through a slot per thread (Staging) where a task's rows or slabs fit,
+// else on whole dense copies in the workspace (see prepare).
 // Arithmetic and accumulation are fp32 for every dtype; out may have its own dtype (float32,
 // float16, bfloat16 or float64). A float64 out receives the fp32 result widened exactly.
 #include <algorithm>
@@ -377,33 +380,30 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   });
 }
 
+// Contiguous rows [begin, end) of n elements, n at least kShortRow and at most kRowChunk, on
+// the calling thread (the caller fences streamed stores).
+template <bool kStream, class T, class O>
+void rows_range(const T* g, const T* y, O* out, int64_t begin, int64_t end, int64_t n) {
+  if constexpr (kSameLayout<T, O> && kRegisterRow > 0) {
+    if (n <= kRegisterRow) return register_rows<kStream>(g, y, out, begin, end, n);
+    if (n <= kHeadRegisterRow)
+      return head_register_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
+    if (std::is_same<T, half_t>::value && n <= kBufferedRow)
+      return buffered_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
+  }
+  for (int64_t r = begin; r < end; ++r) {
+    const int64_t base = r * n;
+    write_row<kStream>(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
+  }
+}
+
 template <bool kStream, class T, class O>
 void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials) {
   const int64_t n = l.size;
   if (flat_rows<T, O>(n)) return short_rows<kStream>(g, y, out, l.outer, n);
   if (l.row_chunks == 1) {
     parallel_for(l.outer, std::max<int64_t>(1, kRowGrainElems / n), [&](int64_t begin, int64_t end) {
-      if constexpr (kSameLayout<T, O> && kRegisterRow > 0) {
-        if (n <= kRegisterRow) {
-          register_rows<kStream>(g, y, out, begin, end, n);
-          if (kStream) stream_fence();
-          return;
-        }
-        if (n <= kHeadRegisterRow) {
-          head_register_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
-          if (kStream) stream_fence();
-          return;
-        }
-        if (std::is_same<T, half_t>::value && n <= kBufferedRow) {
-          buffered_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
-          if (kStream) stream_fence();
-          return;
-        }
-      }
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t base = r * n;
-        write_row<kStream>(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
-      }
+      rows_range<kStream>(g, y, out, begin, end, n);
       if (kStream) stream_fence();
     });
     return;
@@ -504,6 +504,19 @@ void columns_path(const T* g, const T* y, O* out, const Layout& l) {
     }
     if (kStream) stream_fence();
   });
+}
+
+// `slabs` contiguous [size, inner] slabs one after another, on the calling thread: each in
+// column tiles of a width the sums do not depend on (the widest columns_path takes).
+template <bool kStream, class T, class O>
+void slabs_range(const T* g, const T* y, O* out, int64_t slabs, int64_t size, int64_t inner) {
+  int64_t width = kRunBytes / int64_t(sizeof(T));
+  width = std::min(std::max<int64_t>(kWidth, width - width % kWidth), inner);
+  for (int64_t s = 0; s < slabs; ++s)
+    for (int64_t j0 = 0; j0 < inner; j0 += width) {
+      const int64_t at = s * size * inner + j0;
+      column_tile<kStream>(g + at, y + at, out + at, size, inner, std::min(width, inner - j0));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -651,6 +664,57 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   }
 }
 
+// Operands staged task by task (see prepare): each task takes whole rows (or slabs) of the
+// given operands in row-major order, copies those of the operands that are not contiguous into
+// its thread's slot, runs the contiguous code on them there and copies `out` back, so the
+// copies stay in L2 instead of going through whole-tensor buffers.
+struct Staging {
+  bool on = false;
+  bool g = false, y = false, out = false;  // which operands go through the slot
+  char* slots = nullptr;                   // `count` slots of slot_bytes(): [g][y][out] of a task
+  int64_t count = 0;
+  int64_t task_elems = 0;                  // elements of a task: whole rows or slabs
+  uint64_t in_bytes = 0, out_bytes = 0;    // a task's g (or y) and out, rounded up to a line
+  uint64_t slot_bytes() const { return 2 * in_bytes + out_bytes; }
+};
+
+template <class T, class O>
+void run_staged(const SoftmaxBackwardArgs& a, const Layout& l, const Staging& st) {
+  const FlatIndex fg(a.gradOutput), fy(a.output), fo(a.out);
+  const int64_t total = l.outer * l.size * l.inner;
+  const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
+  parallel_tasks(tasks, st.count, [&](int64_t t, int64_t worker) {
+    char* slot = st.slots + worker * st.slot_bytes();
+    const int64_t first = t * st.task_elems, count = std::min(st.task_elems, total - first);
+    const T* g = a.gradOutput.ptr<const T>() + first;
+    const T* y = a.output.ptr<const T>() + first;
+    O* out = a.out.ptr<O>() + first;
+    if (st.g) {
+      copy_range_to_dense(a.gradOutput, fg, first, count, slot);
+      g = reinterpret_cast<const T*>(slot);
+    }
+    if (st.y) {
+      copy_range_to_dense(a.output, fy, first, count, slot + st.in_bytes);
+      y = reinterpret_cast<const T*>(slot + st.in_bytes);
+    }
+    if (st.out) out = reinterpret_cast<O*>(slot + 2 * st.in_bytes);
+    if (l.inner == 1) rows_range<false>(g, y, out, 0, count / l.size, l.size);
+    else slabs_range<false>(g, y, out, count / (l.size * l.inner), l.size, l.inner);
+    if (st.out) copy_range_from_dense(out, a.out, fo, first, count);
+  });
+}
+
+template <class T>
+aclnnStatus run_staged_out(const SoftmaxBackwardArgs& a, const Layout& l, const Staging& st) {
+  switch (a.out.dtype) {
+    case DType::Float32: run_staged<T, float>(a, l, st); return kSuccess;
+    case DType::Float16: run_staged<T, half_t>(a, l, st); return kSuccess;
+    case DType::BFloat16: run_staged<T, bfloat16_t>(a, l, st); return kSuccess;
+    case DType::Float64: run_staged<T, double>(a, l, st); return kSuccess;
+    default: return kInner;
+  }
+}
+
 template <class T>
 aclnnStatus run_out(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   switch (a.out.dtype) {
@@ -708,8 +772,65 @@ struct Prepared {
   SoftmaxBackwardArgs args;  // in memory order
   Layout l;
   bool dense_g = false, dense_y = false, dense_out = false;
+  Staging staging;  // instead of dense copies, when whole rows or slabs fit a slot
   uint64_t kernel_bytes = 0, bytes = 0;  // the whole workspace
 };
+
+// Staged tasks (Staging): a layout no fast path takes is copied a task at a time into a slot per
+// thread rather than whole into the workspace. A task is whole rows of the contiguous rows path
+// (rows of kShortRow to kRowChunk elements: the flat blocks of shorter rows and the chunks of
+// longer ones stay on the dense copies) or whole [size, inner] slabs of the columns path, so
+// the call gives the contiguous call's bits. A transposed pair (transposed planes, channels-
+// last) copies in tiles when a task is whole planes of it, or at least whole rows of its inner
+// dim (dense_copy.h); a task is made whole planes where they fit.
+constexpr uint64_t kStageBytes = 64 << 10;       // one operand's share of a task, about
+constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a row, slab or plane that stages at most
+constexpr int64_t kMaxSlots = 32;                // threads that get a slot
+constexpr uint64_t kSlotBudget = 16 << 20;       // bytes all slots may take together
+
+int64_t gcd64(int64_t a, int64_t b) {
+  while (b != 0) {
+    const int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
+  Staging st;
+  if (l.inner == 1 && (l.size < kShortRow || l.size > kRowChunk)) return st;
+  const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
+  const int64_t unit_max = int64_t(kStageUnitMaxBytes / widest);
+  int64_t unit = l.size * l.inner;  // a row or a slab
+  if (unit > unit_max) return st;
+  st.g = !a.gradOutput.is_contiguous();
+  st.y = !a.output.is_contiguous();
+  st.out = !a.out.is_contiguous();
+  for (const auto& [t, staged] : {std::pair{&a.gradOutput, st.g}, std::pair{&a.output, st.y}, std::pair{&a.out, st.out}}) {
+    if (!staged) continue;
+    const FlatIndex f(*t);
+    if (!dense_detail::is_transposed_pair(f)) continue;
+    // Whole rows of its inner dim (na); where they fit, whole planes (na * nb), else a strip of
+    // a line's worth of rows (each source line then read whole: the tiles' strip).
+    const int64_t na = f.shape[f.m - 1], plane = na * f.shape[f.m - 2];
+    const int64_t rows = unit / gcd64(unit, na) * na;  // lcm(unit, na)
+    if (rows > unit_max) return Staging{};
+    unit = rows;
+    const int64_t strip = na * int64_t(64 / t->itemsize());
+    if (plane % unit == 0 && plane <= unit_max) unit = plane;
+    else if (strip % unit == 0 && strip <= unit_max) unit = strip;
+  }
+  const int64_t per_task = std::max<int64_t>(1, int64_t(kStageBytes / widest) / unit);
+  st.task_elems = per_task * unit;
+  const int64_t total = l.outer * l.size * l.inner;
+  const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
+  st.in_bytes = (uint64_t(st.task_elems) * a.gradOutput.itemsize() + 63) / 64 * 64;
+  st.out_bytes = (uint64_t(st.task_elems) * a.out.itemsize() + 63) / 64 * 64;
+  st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+  st.on = true;
+  return st;
+}
 
 // Rows along the last dim whose elements lie further apart than the vector moves reach (a
 // transposed plane's rows, a channels-last tensor's rows along W) go dense when every such
@@ -742,6 +863,12 @@ Prepared prepare(const SoftmaxBackwardArgs& given, void* workspace) {
     // 1 of [8, 64, 32, 32]: 2.15 ms, torch 0.08): those run on their slabs in place where each
     // slab is contiguous (Layout::slabs), and go dense otherwise.
     if (p.l.inner > 1 ? !p.l.slabs : rows_go_dense(p.args, p.l)) {
+      p.staging = plan_staging(p.args, p.l);
+      if (p.staging.on) {
+        p.staging.slots = static_cast<char*>(workspace);
+        p.bytes = uint64_t(p.staging.count) * p.staging.slot_bytes();
+        return p;  // (no long rows: no kernel bytes)
+      }
       SoftmaxBackwardArgs dense = given;
       DensePlace place{static_cast<char*>(workspace)};
       for (auto [t, flag] : {std::pair{&dense.gradOutput, &p.dense_g}, std::pair{&dense.output, &p.dense_y},
@@ -769,6 +896,14 @@ uint64_t softmax_backward_workspace(const SoftmaxBackwardArgs& given) {
 aclnnStatus softmax_backward(const SoftmaxBackwardArgs& given, void* workspace) {
   const Prepared p = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
   if (p.args.gradOutput.numel() == 0) return kSuccess;
+  if (p.staging.on) {
+    switch (p.args.gradOutput.dtype) {
+      case DType::Float32: return run_staged_out<float>(p.args, p.l, p.staging);
+      case DType::Float16: return run_staged_out<half_t>(p.args, p.l, p.staging);
+      case DType::BFloat16: return run_staged_out<bfloat16_t>(p.args, p.l, p.staging);
+      default: return kInner;
+    }
+  }
   if (p.dense_g) copy_to_dense(given.gradOutput, p.args.gradOutput.data);
   if (p.dense_y) copy_to_dense(given.output, p.args.output.data);
   float* partials = static_cast<float*>(workspace);

@@ -14,7 +14,7 @@ import pytest
 
 import aclnn_cpu as ac
 import test_group_norm_backward as gn_test
-from support import BFLOAT16
+from support import BFLOAT16, channels_last
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 SENTINEL = 7.0
@@ -326,3 +326,53 @@ def test_softmax_on_slabs_in_place(isa, threads, kind, out_kind, shape, dtype):
         out, buf = slab_out(shape, dtype, out_kind)
         got = ac.softmax_backward(gv, yv, 1, out=out)
         assert_same_bits(got, want, buf, f"{kind} -> {out_kind}, {count} threads")
+
+
+def _layout(a, kind):
+    """a's values in layout `kind` (4-D): contiguous, transposed planes or channels-last."""
+    if kind == "channels-last":
+        return channels_last(a)
+    return view(a, kind)
+
+
+# (inputs' layout, out's layout, dim, shape): whole planes per task, strips of 16 rows of a
+# channels-last pair whose planes do not fit a task (80 x 1200 floats), slabs of a softmax over
+# an inner dim, a transposed pair in out only; then layouts that keep the dense copies (rows
+# shorter than 32, slabs over 256 KiB).
+STAGED = [("transposed-planes", "contiguous", 3, (3, 5, 40, 36)),
+          ("channels-last", "contiguous", 3, (2, 80, 30, 40)),
+          ("contiguous", "channels-last", 3, (2, 80, 30, 40)),
+          ("transposed-planes", "contiguous", -2, (3, 7, 33, 20)),
+          ("channels-last", "transposed-planes", 2, (2, 9, 17, 35)),
+          ("contiguous", "transposed-planes", 3, (2, 3, 50, 70)),
+          ("transposed-planes", "contiguous", 3, (4, 6, 20, 20)),
+          ("transposed-planes", "contiguous", 1, (2, 70, 40, 40))]
+
+
+@pytest.mark.parametrize("kind,out_kind,dim,shape", STAGED, ids=str)
+@pytest.mark.parametrize("dtype,out_dtype", [(np.float32, np.float32), (np.float16, np.float16),
+                                             (BFLOAT16, BFLOAT16), (np.float32, np.float64),
+                                             (np.float32, np.float16)], ids=str)
+def test_softmax_staged(isa, threads, kind, out_kind, dim, shape, dtype, out_dtype):
+    """Layouts that no fast path takes run task by task through a slot per thread (whole rows,
+    slabs or planes per task, the transposed pairs in tiles), or from whole dense copies where
+    a task's rows would not fit: either way the contiguous call's bits, for any thread count,
+    with nothing written outside out's view."""
+    rng = np.random.default_rng(sum(shape) + dim)
+    g = rng.standard_normal(shape).astype(dtype)
+    y = rng.random(shape).astype(dtype)
+    want = ac.softmax_backward(g, y, dim, out=np.empty(shape, out_dtype))
+    gv, yv = _layout(g, kind), _layout(y, kind)
+    for count in (1, 2):
+        threads(count)
+        if out_kind == "contiguous":
+            out = buf = np.full(shape, SENTINEL, out_dtype)
+        elif out_kind == "channels-last":
+            buf = np.full(shape[:1] + shape[2:] + shape[1:2], SENTINEL, out_dtype)
+            out = buf.transpose(0, 3, 1, 2)
+        else:
+            out, buf = out_view(shape, out_dtype, out_kind)
+        got = ac.softmax_backward(gv, yv, dim, out=out)
+        assert got is out
+        assert_same_bits(got, want, buf, f"{kind} -> {out_kind}, {count} threads")
+        assert np.array_equal(np.ascontiguousarray(gv), g) and np.array_equal(np.ascontiguousarray(yv), y)
