@@ -32,7 +32,8 @@
 // gridGrad through 0 * NaN; clipping maps NaN to 0 (PyTorch's clamp order). Where its bilinear
 // backward reads out of bounds (border/reflection with a NaN, or reflection with an infinite,
 // coordinate - it crashes), we use the coordinate its forward pass samples (0) with a zero
-// gradient multiplier.
+// gradient multiplier. A non-finite gradOutput gives PyTorch's NaNs and infinities too
+// (bicubic's gridGrad multiplies it into each tap at such positions, see tile_bicubic).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -1126,6 +1127,14 @@ struct Lanes<1> {
 
 // Vector helpers take and return vectors through references: passing a wider-than-native
 // vector by value would make the baseline build's calling convention depend on -m flags.
+// Whether the Cb floats at p are all finite.
+template <int Cb>
+inline bool all_finite(const float* p) {
+  for (int i = 0; i < Cb; ++i)
+    if (!std::isfinite(p[i])) return false;
+  return true;
+}
+
 template <int Cb>
 inline void vload(typename Lanes<Cb>::V& v, const float* p) {
   std::memcpy(&v, p, sizeof v);
@@ -1464,6 +1473,17 @@ void tile_bicubic(const TileArgs& t) {
   float* const ig = t.ig;
   float* const part = t.part;
   const int64_t len = t.len, sink = t.sink;
+  // gridGrad sums the taps and scales by gradOutput once; PyTorch scales each tap, so an
+  // infinite gradOutput meets taps of both signs (or a zero tap) and gives NaN, not an
+  // infinity. Positions with a non-finite gradOutput lane take PyTorch's order (all_finite
+  // looked up only in tiles that have one: an integer OR over the tile, which vectorises).
+  uint32_t special = 0;
+  if (NeedGx)
+    for (int64_t i = 0; i < len * Cb; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, gt + i, 4);
+      special |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
   for (int64_t q = 0; q < len; ++q) {
     V g;
     vload<Cb>(g, gt + q * Cb);
@@ -1496,8 +1516,21 @@ void tile_bicubic(const TileArgs& t) {
       }
     }
     if (NeedGx) {
-      dx *= g;
-      dy *= g;
+      if (special == 0 || all_finite<Cb>(gt + q * Cb)) {
+        dx *= g;
+        dy *= g;
+      } else {
+        dx = V{}, dy = V{};
+        for (int j = 0; j < 4; ++j)
+          for (int k = 0; k < 4; ++k) {
+            const int64_t off = (row[j] >= 0 && col[k] >= 0) ? int64_t(row[j] + col[k]) * Cb : sink;
+            V v;
+            vload<Cb>(v, in + off);
+            const V vg = v * g;
+            dx += vg * ncxg[k] * cy[j];
+            dy += vg * ncyg[j] * cx[k];
+          }
+      }
       pair_sum<Cb>(dx, dy, part + 2 * q);
     }
   }

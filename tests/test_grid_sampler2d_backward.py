@@ -364,6 +364,28 @@ def test_special_grid_values_match_torch(torch, isa, combo, dtype):
     assert_close_normwise(gg, t_gg, dtype, "gridGrad")
 
 
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_special_grad_output_values_match_torch(torch, isa, combo, dtype):
+    """Infinite and NaN gradOutput entries give PyTorch's NaNs and infinities. Bicubic's
+    gridGrad sums 16 taps of both signs: PyTorch multiplies gradOutput into each tap, so an
+    infinite one meets taps of both signs (and zero taps) and gives NaN, where summing the
+    taps first and scaling once gave an infinity; positions with such a gradOutput now sum
+    per tap."""
+    mode, pad, align = combo
+    rng = np.random.default_rng(17 + hash(combo) % 1000)
+    # 3 and 20 channels: one 4-lane block, and blocks of 8, 8 and 4 lanes.
+    for C in (3, 20):
+        go, x, grid = make(rng, 2, C, 5, 6, 7, 9, dtype)
+        mask = rng.random(go.shape) < 0.05
+        go[mask] = rng.choice(np.array([np.inf, -np.inf, np.nan], dtype), int(mask.sum()))
+        ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+        t_ig, t_gg = torch_reference(torch, go, x, grid, mode, pad, align)
+        with np.errstate(invalid="ignore"):  # (the bound's check subtracts matching infinities)
+            assert_close_normwise(ig, t_ig, dtype, f"inputGrad C{C}")
+            assert_close_normwise(gg, t_gg, dtype, f"gridGrad C{C}")
+
+
 def test_special_values_exactly():
     x = np.arange(1.0, 13.0, dtype=np.float64).reshape(1, 1, 3, 4).astype(np.float32)
     go = np.ones((1, 1, 1, 2), np.float32)
