@@ -424,6 +424,9 @@ inline void add_rows(const float* rows, int64_t count, int64_t n, int64_t stride
   if (i < n) column(i, n - i);
 }
 
+template <class T>
+void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const float* partials);
+
 template <bool kStream, class T>
 void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
   const T* go0 = a.gradOutput.ptr<const T>();
@@ -541,7 +544,14 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
     });
   }
 
-  // gradWeight[c]: partials combined in a fixed order; zeros when there was nothing to sum.
+  combine_grad_weight<T>(a, l, partials);
+}
+
+// gradWeight[c]: the tasks' partials combined in a fixed order; zeros when there was nothing to
+// sum.
+template <class T>
+void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const float* partials) {
+  const int64_t numel = l.N * l.W;
   const int64_t C = l.C;
   parallel_for(C, 4096, [&](int64_t begin, int64_t end) {
     alignas(64) float sums[kGradWeightBlock];
@@ -563,6 +573,59 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
       write_floats<T>(sums, c0, count, a.gradWeight);
     }
   });
+}
+
+// Operands staged task by task (see prepare): on the channel-run schedule a task takes whole
+// planes, copies those of gradOutput (broadcast to self's shape), self and gradInput that are
+// not contiguous into its thread's slot, runs each plane's chunks there as the contiguous call
+// does (the same partials) and copies gradInput back.
+struct Staging {
+  bool on = false;
+  bool go = false, x = false, gi = false;  // which operands go through the slot
+  char* slots = nullptr;                   // `count` slots of slot_bytes(): [go][x][gi] of a task
+  int64_t count = 0;
+  int64_t planes_per_task = 1;
+  uint64_t operand_bytes = 0;              // one operand's share of a task, rounded up to a line
+  uint64_t slot_bytes() const { return 3 * operand_bytes; }
+};
+
+template <bool kStream, class T>
+void run_staged(const PreluBackwardArgs& a, const TensorView& go_view, const Layout& l, const Staging& st,
+                float* partials) {
+  const FlatIndex fgo(go_view), fx(a.self), fgi(a.gradInput);
+  const int64_t planes = l.N * l.C, HxW = l.HxW, chunks = l.chunks_per_plane;
+  const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;
+  const int64_t unit[3] = {1, 1, 1};
+  parallel_tasks(tasks, st.count, [&](int64_t s, int64_t worker) {
+    char* slot = st.slots + worker * st.slot_bytes();
+    const int64_t p0 = s * st.planes_per_task, p1 = std::min(planes, p0 + st.planes_per_task);
+    const int64_t first = p0 * HxW, count = (p1 - p0) * HxW;
+    const T* go = go_view.ptr<const T>() + first;
+    const T* x = a.self.ptr<const T>() + first;
+    T* gi = a.gradInput.ptr<T>() + first;
+    if (st.go) {
+      copy_range_to_dense(go_view, fgo, first, count, slot);
+      go = reinterpret_cast<const T*>(slot);
+    }
+    if (st.x) {
+      copy_range_to_dense(a.self, fx, first, count, slot + st.operand_bytes);
+      x = reinterpret_cast<const T*>(slot + st.operand_bytes);
+    }
+    if (st.gi) gi = reinterpret_cast<T*>(slot + 2 * st.operand_bytes);
+    for (int64_t p = p0; p < p1; ++p) {
+      const float w = weight_at<T>(a.weight, p % l.C);
+      for (int64_t k = 0; k < chunks; ++k) {
+        const int64_t at = (p - p0) * HxW + k * kPlaneChunk, len = std::min(kPlaneChunk, HxW - k * kPlaneChunk);
+        VecF acc = zero();
+        float acc_scalar = 0.0f;
+        channel_run<kStream>(go + at, x + at, gi + at, unit, len, w, acc, acc_scalar);
+        partials[p * chunks + k] = reduce_add(acc) + acc_scalar;
+      }
+    }
+    if (st.gi) copy_range_from_dense(gi, a.gradInput, fgi, first, count);
+    if (kStream) stream_fence();
+  });
+  combine_grad_weight<T>(a, l, partials);
 }
 
 }  // namespace
@@ -605,18 +668,56 @@ namespace {
 
 // The call as the kernel runs it: when a row's positions are not unit-stride in all three
 // operands (a slice along the last dim, a transposed plane, a gradOutput broadcast along the
-// rows), the operands that are not contiguous are replaced by dense copies in the workspace
-// (dense_copy.h; a broadcast gradOutput is expanded to self's shape), after the kernel's
-// floats. Element by element, such layouts had taken 38-44x the contiguous call's time
+// rows), the operands that are not contiguous are copied: task by task into a slot per thread
+// on the channel-run schedule (Staging), else whole into the workspace (dense_copy.h; a
+// broadcast gradOutput is expanded to self's shape), after the kernel's floats. Element by element, such layouts had taken 38-44x the contiguous call's time
 // ([8, 64, 56, 56]: a transposed plane 4.7 ms, torch 4.0 ms). `dense_at` may be null (the size
 // query).
 struct Prepared {
   PreluBackwardArgs args;  // as the kernel takes it (channel rows where they apply)
   Layout l;
   bool dense_go = false, dense_x = false, dense_gi = false;
+  Staging staging;     // instead of dense copies, on the channel-run schedule
   TensorView go_view;  // gradOutput as the copy reads it: broadcast to self's shape
   uint64_t kernel_bytes = 0, bytes = 0;  // the kernel's floats; the whole workspace
 };
+
+// Staged tasks (Staging) where the dense copies' layout runs the channel-run schedule: a task
+// is whole planes, about 64 KiB of each operand; an operand that is a transposed pair
+// (transposed planes, channels-last) makes it whole planes of that pair where they fit, else a
+// strip of a line's worth of its rows, so its copies go in tiles reading each source line whole.
+constexpr uint64_t kStageBytes = 64 << 10;
+constexpr uint64_t kStageUnitMaxBytes = 256 << 10;
+constexpr int64_t kMaxSlots = 32;
+constexpr uint64_t kSlotBudget = 16 << 20;
+
+Staging plan_staging(const Layout& l, const TensorView* staged[3], uint64_t itemsize) {
+  Staging st;
+  if (!l.channel_runs) return st;
+  const int64_t unit_max = int64_t(kStageUnitMaxBytes / itemsize);
+  int64_t unit = l.HxW;  // whole planes
+  if (unit > unit_max) return st;
+  for (int t = 0; t < 3; ++t) {
+    if (staged[t] == nullptr) continue;
+    const FlatIndex f(*staged[t]);
+    if (!dense_detail::is_transposed_pair(f)) continue;
+    const int64_t na = f.shape[f.m - 1], plane = na * f.shape[f.m - 2];
+    const int64_t rows = unit / std::gcd(unit, na) * na;  // lcm(unit, na)
+    if (rows > unit_max) return Staging{};
+    unit = rows;
+    const int64_t strip = na * int64_t(64 / itemsize);
+    if (plane % unit == 0 && plane <= unit_max) unit = plane;
+    else if (strip % unit == 0 && strip <= unit_max) unit = strip;
+  }
+  const int64_t per_task = std::max<int64_t>(1, int64_t(kStageBytes / itemsize) / unit);
+  st.planes_per_task = per_task * unit / l.HxW;
+  const int64_t planes = l.N * l.C;
+  const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;
+  st.operand_bytes = (uint64_t(st.planes_per_task * l.HxW) * itemsize + 63) / 64 * 64;
+  st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+  st.on = true;
+  return st;
+}
 
 Prepared prepare(const PreluBackwardArgs& given, char* dense_at) {
   Prepared r;
@@ -643,6 +744,16 @@ Prepared prepare(const PreluBackwardArgs& given, char* dense_at) {
     r.args = as_channel_rows(dense);
     r.l = make_layout(r.args);
     r.bytes = place.bytes;
+    const TensorView* staged[3] = {r.dense_go ? &r.go_view : nullptr, r.dense_x ? &x : nullptr,
+                                   r.dense_gi ? &gi : nullptr};
+    Staging st = plan_staging(r.l, staged, x.itemsize());
+    if (st.on) {
+      st.go = r.dense_go, st.x = r.dense_x, st.gi = r.dense_gi;
+      r.dense_go = r.dense_x = r.dense_gi = false;
+      r.args = given;  // (the kernel reads gradOutput through go_view)
+      r.staging = st;
+      r.bytes = uint64_t(st.count) * st.slot_bytes();
+    }
   }
   r.kernel_bytes = empty ? 0 : (uint64_t(r.l.weight_floats() + r.l.partial_count()) * sizeof(float) + 63) / 64 * 64;
   r.bytes += r.kernel_bytes;
@@ -683,10 +794,31 @@ void run_dtype(const PreluBackwardArgs& a, const Layout& l, float* ws) {
   else run_typed<false, T>(a, l, ws);
 }
 
+// Staged: gradInput streams as on the dense copies when it is written in place (contiguous).
+template <class T>
+void run_staged_dtype(const PreluBackwardArgs& a, const TensorView& go_view, const Layout& l, const Staging& st,
+                      float* ws) {
+  if (!st.gi && streams<T>(a, l)) run_staged<true, T>(a, go_view, l, st, ws);
+  else run_staged<false, T>(a, go_view, l, st, ws);
+}
+
 }  // namespace
 
 aclnnStatus prelu_backward(const PreluBackwardArgs& given, void* workspace) {
   const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
+  if (r.staging.on) {
+    Staging st = r.staging;
+    float* ws = static_cast<float*>(workspace);
+    st.slots = reinterpret_cast<char*>(workspace) + r.kernel_bytes;
+    // The channel-run schedule's floats: no weights, the partials first.
+    switch (given.self.dtype) {
+      case DType::Float32: run_staged_dtype<float>(given, r.go_view, r.l, st, ws); break;
+      case DType::Float16: run_staged_dtype<half_t>(given, r.go_view, r.l, st, ws); break;
+      case DType::BFloat16: run_staged_dtype<bfloat16_t>(given, r.go_view, r.l, st, ws); break;
+      default: return kInner;
+    }
+    return kSuccess;
+  }
   if (r.dense_go) copy_to_dense(r.go_view, r.args.gradOutput.data);
   if (r.dense_x) copy_to_dense(given.self, r.args.self.data);
   float* ws = static_cast<float*>(workspace);

@@ -335,6 +335,14 @@ def _layout(a, kind):
     return view(a, kind)
 
 
+def _out_layout(shape, dtype, kind):
+    """out_view, and channels-last: an output view of `shape` and its sentinel-filled buffer."""
+    if kind == "channels-last":
+        buf = np.full(shape[:1] + shape[2:] + shape[1:2], SENTINEL, dtype)
+        return buf.transpose(0, 3, 1, 2), buf
+    return out_view(shape, dtype, kind)
+
+
 # (inputs' layout, out's layout, dim, shape): whole planes per task, strips of 16 rows of a
 # channels-last pair whose planes do not fit a task (80 x 1200 floats), slabs of a softmax over
 # an inner dim, a transposed pair in out only; then layouts that keep the dense copies (rows
@@ -365,14 +373,43 @@ def test_softmax_staged(isa, threads, kind, out_kind, dim, shape, dtype, out_dty
     gv, yv = _layout(g, kind), _layout(y, kind)
     for count in (1, 2):
         threads(count)
-        if out_kind == "contiguous":
-            out = buf = np.full(shape, SENTINEL, out_dtype)
-        elif out_kind == "channels-last":
-            buf = np.full(shape[:1] + shape[2:] + shape[1:2], SENTINEL, out_dtype)
-            out = buf.transpose(0, 3, 1, 2)
-        else:
-            out, buf = out_view(shape, out_dtype, out_kind)
+        out, buf = _out_layout(shape, out_dtype, out_kind)
         got = ac.softmax_backward(gv, yv, dim, out=out)
         assert got is out
         assert_same_bits(got, want, buf, f"{kind} -> {out_kind}, {count} threads")
         assert np.array_equal(np.ascontiguousarray(gv), g) and np.array_equal(np.ascontiguousarray(yv), y)
+
+
+# (gradOutput's, self's and gradInput's layouts, shape): planes of two chunks each, channels-last
+# strips (planes of 40 x 1920 values do not fit a task), a broadcast gradOutput, and each operand
+# alone in another layout.
+PRELU_STAGED = [("transposed-planes", "transposed-planes", "contiguous", (2, 3, 130, 130)),
+                ("channels-last", "channels-last", "contiguous", (2, 40, 48, 40)),
+                ("contiguous", "contiguous", "channels-last", (2, 40, 48, 40)),
+                ("broadcast", "transposed-planes", "contiguous", (3, 4, 20, 30)),
+                ("channels-last", "contiguous", "contiguous", (2, 8, 17, 31)),
+                ("contiguous", "transposed-planes", "contiguous", (2, 8, 17, 31)),
+                ("contiguous", "contiguous", "transposed-planes", (2, 8, 17, 31))]
+
+
+@pytest.mark.parametrize("go_kind,x_kind,out_kind,shape", PRELU_STAGED, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_prelu_staged(isa, threads, go_kind, x_kind, out_kind, shape, dtype):
+    """Layouts that no fast path takes, on the channel-run schedule, run task by task through a
+    slot per thread (whole planes per task, transposed pairs in tiles): the contiguous call's
+    bits for gradInput and gradWeight, any thread count, nothing written outside the view."""
+    rng = np.random.default_rng(sum(shape))
+    go = rng.standard_normal(shape).astype(dtype)
+    if go_kind == "broadcast":
+        go = np.broadcast_to(go[:1], shape)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[1]).astype(dtype)
+    want = ac.prelu_backward(np.ascontiguousarray(go), x, w)
+    gov = go if go_kind == "broadcast" else _layout(go, go_kind)
+    xv = _layout(x, x_kind)
+    for count in (1, 2):
+        threads(count)
+        out, buf = _out_layout(shape, dtype, out_kind)
+        got = ac.prelu_backward(gov, xv, w, out=(out, np.empty(w.shape, dtype)))
+        assert_same_bits(got[0], want[0], buf, f"gradInput {go_kind}, {x_kind} -> {out_kind}, {count} threads")
+        assert_same_bits(got[1], want[1], None, f"gradWeight, {count} threads")

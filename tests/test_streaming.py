@@ -73,6 +73,27 @@ def test_prelu_streamed_equals_plain(isa, llc, shape, dtype, misalign):
     assert_same_bits(*plain_and_streamed(llc, call))
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 40, 50), (2, 8, 17, 31)], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("misalign", [0, 1])
+def test_prelu_staged_streamed_equals_plain(isa, llc, shape, dtype, misalign):
+    """Transposed inputs with gradInput in place: staged tasks whose gradInput streams."""
+    rng = np.random.default_rng(sum(shape))
+    x = np.ascontiguousarray(rng.standard_normal(shape).astype(dtype).swapaxes(-1, -2)).swapaxes(-1, -2)
+    go = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[1]).astype(dtype)
+
+    def call():
+        gi = output_buffer(shape, dtype, misalign)
+        gw = np.full(w.shape, np.nan, dtype)
+        return ac.prelu_backward(go, x, w, out=(gi, gw))
+
+    plain, streamed = plain_and_streamed(llc, call)
+    assert_same_bits(plain, streamed)
+    want = ac.prelu_backward(go, np.ascontiguousarray(x), w)
+    assert_same_bits(want, plain)
+
+
 # GroupNorm: (shape, N, C, HxW, G) with planes of a few lines, planes that are not whole lines,
 # and HxW = 1.
 GN_CASES = [((2, 6, 40, 40), 2, 6, 1600, 3), ((2, 64, 17, 17), 2, 64, 289, 8), ((3, 32, 100), 3, 32, 100, 32),
