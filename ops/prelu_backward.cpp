@@ -670,9 +670,9 @@ namespace {
 // operands (a slice along the last dim, a transposed plane, a gradOutput broadcast along the
 // rows), the operands that are not contiguous are copied: task by task into a slot per thread
 // on the channel-run schedule (Staging), else whole into the workspace (dense_copy.h; a
-// broadcast gradOutput is expanded to self's shape), after the kernel's floats. Element by element, such layouts had taken 38-44x the contiguous call's time
-// ([8, 64, 56, 56]: a transposed plane 4.7 ms, torch 4.0 ms). `dense_at` may be null (the size
-// query).
+// broadcast gradOutput is expanded to self's shape), after the kernel's floats. Element by
+// element, such layouts had taken 38-44x the contiguous call's time ([8, 64, 56, 56]: a
+// transposed plane 4.7 ms, torch 4.0 ms). `dense_at` may be null (the size query).
 struct Prepared {
   PreluBackwardArgs args;  // as the kernel takes it (channel rows where they apply)
   Layout l;
@@ -713,6 +713,9 @@ Staging plan_staging(const Layout& l, const TensorView* staged[3], uint64_t item
   st.planes_per_task = per_task * unit / l.HxW;
   const int64_t planes = l.N * l.C;
   const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;
+  // One task would leave a thread idle where the dense copies' chunks split (a plane of up to
+  // 64K values: [1, 1, 200, 200]).
+  if (tasks < 2 && planes * l.HxW >= 2 * kGrainElems) return Staging{};
   st.operand_bytes = (uint64_t(st.planes_per_task * l.HxW) * itemsize + 63) / 64 * 64;
   st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
   st.on = true;

@@ -825,6 +825,9 @@ Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
   st.task_elems = per_task * unit;
   const int64_t total = l.outer * l.size * l.inner;
   const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
+  // One task would leave a thread idle where the dense copies' rows split (a transposed plane of
+  // up to 64K values).
+  if (tasks < 2 && total >= 2 * kRowGrainElems) return Staging{};
   st.in_bytes = (uint64_t(st.task_elems) * a.gradOutput.itemsize() + 63) / 64 * 64;
   st.out_bytes = (uint64_t(st.task_elems) * a.out.itemsize() + 63) / 64 * 64;
   st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});

@@ -346,7 +346,7 @@ def _out_layout(shape, dtype, kind):
 # (inputs' layout, out's layout, dim, shape): whole planes per task, strips of 16 rows of a
 # channels-last pair whose planes do not fit a task (80 x 1200 floats), slabs of a softmax over
 # an inner dim, a transposed pair in out only; then layouts that keep the dense copies (rows
-# shorter than 32, slabs over 256 KiB).
+# shorter than 32, slabs over 256 KiB, one plane that would be a single task).
 STAGED = [("transposed-planes", "contiguous", 3, (3, 5, 40, 36)),
           ("channels-last", "contiguous", 3, (2, 80, 30, 40)),
           ("contiguous", "channels-last", 3, (2, 80, 30, 40)),
@@ -354,7 +354,8 @@ STAGED = [("transposed-planes", "contiguous", 3, (3, 5, 40, 36)),
           ("channels-last", "transposed-planes", 2, (2, 9, 17, 35)),
           ("contiguous", "transposed-planes", 3, (2, 3, 50, 70)),
           ("transposed-planes", "contiguous", 3, (4, 6, 20, 20)),
-          ("transposed-planes", "contiguous", 1, (2, 70, 40, 40))]
+          ("transposed-planes", "contiguous", 1, (2, 70, 40, 40)),
+          ("transposed-planes", "contiguous", 3, (1, 1, 200, 200))]
 
 
 @pytest.mark.parametrize("kind,out_kind,dim,shape", STAGED, ids=str)
@@ -381,15 +382,16 @@ def test_softmax_staged(isa, threads, kind, out_kind, dim, shape, dtype, out_dty
 
 
 # (gradOutput's, self's and gradInput's layouts, shape): planes of two chunks each, channels-last
-# strips (planes of 40 x 1920 values do not fit a task), a broadcast gradOutput, and each operand
-# alone in another layout.
+# strips (planes of 40 x 1920 values do not fit a task), a broadcast gradOutput, each operand
+# alone in another layout, and one plane that would be a single task (dense copies instead).
 PRELU_STAGED = [("transposed-planes", "transposed-planes", "contiguous", (2, 3, 130, 130)),
                 ("channels-last", "channels-last", "contiguous", (2, 40, 48, 40)),
                 ("contiguous", "contiguous", "channels-last", (2, 40, 48, 40)),
                 ("broadcast", "transposed-planes", "contiguous", (3, 4, 20, 30)),
                 ("channels-last", "contiguous", "contiguous", (2, 8, 17, 31)),
                 ("contiguous", "transposed-planes", "contiguous", (2, 8, 17, 31)),
-                ("contiguous", "contiguous", "transposed-planes", (2, 8, 17, 31))]
+                ("contiguous", "contiguous", "transposed-planes", (2, 8, 17, 31)),
+                ("transposed-planes", "transposed-planes", "contiguous", (1, 1, 200, 200))]
 
 
 @pytest.mark.parametrize("go_kind,x_kind,out_kind,shape", PRELU_STAGED, ids=str)
