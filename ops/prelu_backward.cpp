@@ -686,10 +686,11 @@ struct Prepared {
 // is whole planes, about 64 KiB of each operand; an operand that is a transposed pair
 // (transposed planes, channels-last) makes it whole planes of that pair where they fit, else a
 // strip of a line's worth of its rows, so its copies go in tiles reading each source line whole.
-constexpr uint64_t kStageBytes = 64 << 10;
-constexpr uint64_t kStageUnitMaxBytes = 256 << 10;
-constexpr int64_t kMaxSlots = 32;
-constexpr uint64_t kSlotBudget = 16 << 20;
+constexpr uint64_t kStageBytes = 64 << 10;          // one operand's share of a task, about
+constexpr int64_t kMinStagedTasks = 4;              // fewest tasks, where the units allow
+constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a plane (or strip) that stages at most
+constexpr int64_t kMaxSlots = 32;                   // threads that get a slot
+constexpr uint64_t kSlotBudget = 16 << 20;          // bytes all slots may take together
 
 Staging plan_staging(const Layout& l, const TensorView* staged[3], uint64_t itemsize) {
   Staging st;
@@ -709,7 +710,11 @@ Staging plan_staging(const Layout& l, const TensorView* staged[3], uint64_t item
     if (plane % unit == 0 && plane <= unit_max) unit = plane;
     else if (strip % unit == 0 && strip <= unit_max) unit = strip;
   }
-  const int64_t per_task = std::max<int64_t>(1, int64_t(kStageBytes / itemsize) / unit);
+  // About kStageBytes of each operand a task, but at least kMinStagedTasks tasks where the
+  // units allow (fewer, bigger tasks left a thread idle for part of mid-sized calls).
+  const int64_t units = (l.N * l.C * l.HxW) / unit;
+  const int64_t per_task =
+      std::max<int64_t>(1, std::min(int64_t(kStageBytes / itemsize) / unit, units / kMinStagedTasks));
   st.planes_per_task = per_task * unit / l.HxW;
   const int64_t planes = l.N * l.C;
   const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;

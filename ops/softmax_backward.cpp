@@ -783,10 +783,11 @@ struct Prepared {
 // the call gives the contiguous call's bits. A transposed pair (transposed planes, channels-
 // last) copies in tiles when a task is whole planes of it, or at least whole rows of its inner
 // dim (dense_copy.h); a task is made whole planes where they fit.
-constexpr uint64_t kStageBytes = 64 << 10;       // one operand's share of a task, about
+constexpr uint64_t kStageBytes = 64 << 10;          // one operand's share of a task, about
+constexpr int64_t kMinStagedTasks = 4;              // fewest tasks, where the units allow
 constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a row, slab or plane that stages at most
-constexpr int64_t kMaxSlots = 32;                // threads that get a slot
-constexpr uint64_t kSlotBudget = 16 << 20;       // bytes all slots may take together
+constexpr int64_t kMaxSlots = 32;                   // threads that get a slot
+constexpr uint64_t kSlotBudget = 16 << 20;          // bytes all slots may take together
 
 int64_t gcd64(int64_t a, int64_t b) {
   while (b != 0) {
@@ -821,7 +822,11 @@ Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
     if (plane % unit == 0 && plane <= unit_max) unit = plane;
     else if (strip % unit == 0 && strip <= unit_max) unit = strip;
   }
-  const int64_t per_task = std::max<int64_t>(1, int64_t(kStageBytes / widest) / unit);
+  // About kStageBytes of each operand a task, but at least kMinStagedTasks tasks where the
+  // units allow (fewer, bigger tasks left a thread idle for part of mid-sized calls).
+  const int64_t units = (l.outer * l.size * l.inner) / unit;
+  const int64_t per_task =
+      std::max<int64_t>(1, std::min(int64_t(kStageBytes / widest) / unit, units / kMinStagedTasks));
   st.task_elems = per_task * unit;
   const int64_t total = l.outer * l.size * l.inner;
   const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
