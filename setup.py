@@ -90,9 +90,15 @@ def project_version() -> str:
 
 
 def run_generator() -> None:
-    from registry.aclnn_gen import generate
+    from registry.aclnn_gen import generate, load_registry
 
     generate(ROOT)
+    # An op's kernel lives in ops/<kernel>.cpp. Without it the library used to link anyway (a
+    # shared object may leave symbols undefined) and every op then failed at import.
+    missing = [f"{op.path}: kernel '{op.kernel}' has no source file ops/{op.kernel}.cpp"
+               for op in load_registry(ROOT) if not (ROOT / "ops" / f"{op.kernel}.cpp").is_file()]
+    if missing:
+        raise SystemExit("\n".join(missing))
 
 
 class CoreLibrary:
@@ -180,7 +186,11 @@ class CoreLibrary:
         target = self.out_dir / f"lib{LIB_NAME}.so"
         cmd = (cxx_command() + ["-shared", "-o", str(target)] + [str(o) for o in objects]
                + self.openmp + (SANITIZE_FLAGS if SANITIZE else [])
-               + [f"-Wl,-soname,lib{LIB_NAME}.so"])
+               + [f"-Wl,-soname,lib{LIB_NAME}.so"]
+               # Any symbol left undefined (a kernel declared by the registry but never
+               # defined) fails the link here rather than the import later. (The sanitizer
+               # build resolves its runtime at load time, so it is left out there.)
+               + ([] if SANITIZE else ["-Wl,--no-undefined"]))
         print(" ".join(cmd))
         subprocess.run(cmd, check=True)
         return target

@@ -20,8 +20,9 @@ def test_ops_match_yaml_files():
     ops = registry_module()["OPS"]
     yaml_names = sorted(p.stem for p in (ROOT / "registry").glob("*.yaml"))
     assert sorted(snake_case(op["op"]) for op in ops) == yaml_names
-    assert {op["name"] for op in ops} == {"aclnnSoftmaxBackward", "aclnnPreluBackward",
-                                         "aclnnGroupNormBackward", "aclnnGridSampler2DBackward"}
+    # The shipped ops are there; an op a user adds is welcome too.
+    assert {"aclnnSoftmaxBackward", "aclnnPreluBackward", "aclnnGroupNormBackward",
+            "aclnnGridSampler2DBackward"} <= {op["name"] for op in ops}
 
 
 def test_file_is_plain_literals():
