@@ -379,7 +379,7 @@ class _OpReader:
             has_default = "default" in keys
             default = self._py_default(keys["default"][1], f"'default' of {what}") if has_default else None
             if has_default:
-                self._check_default_type(kind, default, size, keys["default"][1], what)
+                self._check_default_type(kind, default, size, keys["default"][1], f"'default' of {what}")
             raw.append((keys, item))
             param = Param(name=name, kind=kind, py_name=py, line=name_node.start_mark.line + 1,
                           doc=doc.strip(), optional=optional, mask=None, has_default=has_default,
@@ -461,7 +461,7 @@ class _OpReader:
         if not ok:
             expect = {"input": "null", "int64": "an integer", "bool": "a boolean",
                       "bool_array": f"a list of {size} booleans"}[kind]
-            raise self.err(node, f"'default' of {what} must be {expect}, got {_describe(default)}")
+            raise self.err(node, f"{what} must be {expect}, got {_describe(default)}")
 
     def _python_kwargs(self, node: Node) -> Tuple[PythonKwarg, ...]:
         f = self.f
@@ -609,7 +609,7 @@ class _OpReader:
         f = self.f
         status = "nullptr" if kind == "not_null" else "invalid"
         if "status" in keys:
-            status = f.string(keys["status"][1], f"'status' of {what}")
+            status = f.string(keys["status"][1], f"'status' of {what} (one of: {', '.join(model.STATUS_CODES)})")
             if status not in model.STATUS_CODES:
                 raise self.err(keys["status"][1], f"unknown status '{status}' in {what} "
                                                   f"(expected one of: {', '.join(model.STATUS_CODES)})")

@@ -362,6 +362,21 @@ def test_example_misses_an_attribute(tmp_path):
         f"{FILE}:30: the example gives no value for attribute 'flags' (it has no default)")
 
 
+def test_example_attribute_of_wrong_type(tmp_path):
+    text = BASE + ("example:\n  dtype: float32\n  inputs:\n"
+                   "    gradOutput: {shape: [1], data: [1]}\n    self: {shape: [1], data: [1]}\n"
+                   "  attributes: {flags: [true, 0.5]}\n")
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:34: example attribute 'flags' must be a list of 2 booleans, got [true, 0.5]")
+
+
+def test_status_of_wrong_type(tmp_path):
+    text = edit("    set: float\n", "    set: float\n    status: 161002\n")
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:29: 'status' of rule 2 (dtype_in) (one of: nullptr, invalid) must be a string, "
+        f"got 161002")
+
+
 def test_yaml_syntax_error(tmp_path):
     text = edit("summary: Minimal op for the loader tests.", "summary: a: b")
     assert load_error(tmp_path, text) == (
