@@ -318,6 +318,9 @@ cdef int raise_for_status(aclnnStatus status) except -1:
         return 0
     msg = aclGetRecentErrMsg()
     text = msg.decode("utf-8", "replace") if msg != NULL else ""
+    # Unread messages pile up in C, newest first, one a line: this call's failure is the first
+    # (any older one, of a call whose failure went unreported, is not this error's).
+    text = text.partition("\n")[0]
     raise error_for(status, text or f"aclnn call failed with status {status}")
 
 

@@ -69,7 +69,6 @@ using namespace aclnn_cpu;
 extern "C" {
 
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
-  clear_error();
   if (aclError e = check_device("aclrtSetDevice", deviceId)) return e;
   device_refs.fetch_add(1, std::memory_order_relaxed);
   current_context = &default_context;
@@ -77,7 +76,6 @@ ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
-  clear_error();
   if (aclError e = check_device("aclrtResetDevice", deviceId)) return e;
   int refs = device_refs.load(std::memory_order_relaxed);
   while (refs > 0 &&
@@ -88,7 +86,6 @@ ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t* deviceId) {
-  clear_error();
   if (deviceId == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDevice: deviceId is null");
   if (current_context == nullptr)
     return fail(ACL_ERROR_RT_CONTEXT_NULL,
@@ -98,7 +95,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDevice(int32_t* deviceId) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t* count) {
-  clear_error();
   if (count == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count is null");
   *count = 1;
   return ACL_SUCCESS;
@@ -107,7 +103,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t* count) {
 ACL_FUNC_VISIBILITY const char* aclrtGetSocName(void) { return soc_name(current_product()); }
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
-  clear_error();
   if (context == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context is null");
   if (aclError e = check_device("aclrtCreateContext", deviceId)) return e;
@@ -129,7 +124,6 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext* context, int32_t d
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context) {
-  clear_error();
   if (context == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtDestroyContext: context is null");
   if (context == &default_context)
@@ -149,7 +143,6 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyContext(aclrtContext context) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context) {
-  clear_error();
   if (context == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtSetCurrentContext: context is null");
   if (!is_live_context(context))
@@ -161,7 +154,6 @@ ACL_FUNC_VISIBILITY aclError aclrtSetCurrentContext(aclrtContext context) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext* context) {
-  clear_error();
   if (context == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtGetCurrentContext: context is null");
   // The current context may have been destroyed by another thread meanwhile.
@@ -175,7 +167,6 @@ ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext* context) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream) {
-  clear_error();
   if (stream == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream is null");
   try {
     auto owned = std::make_unique<Stream>(Stream{kOnlyDevice});  // owned until registered
@@ -193,7 +184,6 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream* stream) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream) {
-  clear_error();
   if (stream == nullptr)
     return fail(ACL_ERROR_INVALID_PARAM,
                 "aclrtDestroyStream: stream is null (the default stream cannot be destroyed)");
@@ -209,7 +199,6 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream) {
-  clear_error();
   if (!stream_is_usable(stream))
     return fail(ACL_ERROR_INVALID_RESOURCE_HANDLE,
                 "aclrtSynchronizeStream: unknown stream (already destroyed or not created by "

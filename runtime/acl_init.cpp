@@ -138,7 +138,6 @@ using namespace aclnn_cpu;
 extern "C" {
 
 ACL_FUNC_VISIBILITY aclError aclInit(const char* configPath) {
-  clear_error();
   try {
     std::lock_guard<std::mutex> lock(init_mutex);
     if (initialized)
@@ -167,7 +166,6 @@ ACL_FUNC_VISIBILITY aclError aclInit(const char* configPath) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
-  clear_error();
   std::lock_guard<std::mutex> lock(init_mutex);
   if (!initialized)
     return fail(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialised (aclInit was not called "

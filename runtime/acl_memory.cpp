@@ -108,7 +108,6 @@ using namespace aclnn_cpu;
 extern "C" {
 
 ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  clear_error();
   if (!is_valid_policy(static_cast<int>(policy)))
     return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: unknown aclrtMemMallocPolicy 0x%x",
                 static_cast<unsigned>(policy));
@@ -116,43 +115,36 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMal
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtFree(void* devPtr) {
-  clear_error();
   return release("aclrtFree", devPtr, MemoryKind::Device);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void** hostPtr, size_t size) {
-  clear_error();
   return allocate("aclrtMallocHost", hostPtr, size, MemoryKind::Host);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void* hostPtr) {
-  clear_error();
   return release("aclrtFreeHost", hostPtr, MemoryKind::Host);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count,
                                          aclrtMemcpyKind kind) {
-  clear_error();
   return copy("aclrtMemcpy", dst, destMax, src, count, kind);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src,
                                               size_t count, aclrtMemcpyKind kind,
                                               aclrtStream stream) {
-  clear_error();
   if (aclError e = check_stream("aclrtMemcpyAsync", stream)) return e;
   return copy("aclrtMemcpyAsync", dst, destMax, src, count, kind);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value,
                                          size_t count) {
-  clear_error();
   return set("aclrtMemset", devPtr, maxCount, value, count);
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value,
                                               size_t count, aclrtStream stream) {
-  clear_error();
   if (aclError e = check_stream("aclrtMemsetAsync", stream)) return e;
   return set("aclrtMemsetAsync", devPtr, maxCount, value, count);
 }

@@ -56,10 +56,11 @@ aclnnStatus check_workspace(const char* op_name, void* workspace, uint64_t works
 
 aclnnStatus run_checked(const char* op_name, void* workspace, aclOpExecutor* ex) {
   try {
+    const uint64_t failures = failure_count();
     const aclnnStatus status = ex->run(ex->workspace_size > 0 ? workspace : nullptr);
     // Kernels return a status without a message (they are pure); every failure the caller sees
     // must still carry one for aclGetRecentErrMsg().
-    if (status != kSuccess && recent_error()[0] == '\0')
+    if (status != kSuccess && failure_count() == failures)
       return fail(status, "%s: the kernel failed with status %d", op_name, static_cast<int>(status));
     return status;
   } catch (const std::bad_alloc&) {
@@ -82,7 +83,6 @@ aclOpExecutor* register_executor(aclOpExecutor* ex) {
 
 aclnnStatus run_executor(const char* op_name, void* workspace, uint64_t workspace_size,
                          aclOpExecutor* executor, void* stream) {
-  clear_error();
   if (executor == nullptr) return fail(kParamNullptr, "%s: executor is null", op_name);
   // Work runs synchronously, so the stream only has to be one the caller may use: null (the
   // default stream) or a live aclrtCreateStream handle. A bad one is refused before the
@@ -139,7 +139,6 @@ extern "C" {
 
 ACLNN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
   using namespace aclnn_cpu;
-  clear_error();
   if (executor == nullptr) return fail(kParamNullptr, "aclSetAclOpExecutorRepeatable: executor is null");
   std::lock_guard<std::mutex> lock(registry_mutex);
   if (find_live(executor) == nullptr)
@@ -152,7 +151,6 @@ ACLNN_API aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
 
 ACLNN_API aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
   using namespace aclnn_cpu;
-  clear_error();
   if (executor == nullptr) return fail(kParamNullptr, "aclDestroyAclOpExecutor: executor is null");
   {
     std::lock_guard<std::mutex> lock(registry_mutex);

@@ -101,7 +101,6 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
                                      aclDataType dataType, const int64_t* stride, int64_t offset,
                                      aclFormat format, const int64_t* storageDims,
                                      uint64_t storageDimsNum, void* tensorData) {
-  aclnn_cpu::clear_error();
   if (viewDims == nullptr && viewDimsNum > 0) {
     fail(kParamNullptr, "aclCreateTensor: viewDims is null but viewDimsNum is %llu",
          static_cast<unsigned long long>(viewDimsNum));
@@ -158,13 +157,11 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
 }
 
 ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
-  aclnn_cpu::clear_error();
   delete tensor;
   return ACLNN_SUCCESS;
 }
 
 ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
-  aclnn_cpu::clear_error();
   if (value == nullptr && size > 0) {
     fail(kParamNullptr, "aclCreateBoolArray: value is null but size is %llu",
          static_cast<unsigned long long>(size));
@@ -184,13 +181,11 @@ ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
 }
 
 ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
-  aclnn_cpu::clear_error();
   delete array;
   return ACLNN_SUCCESS;
 }
 
 ACLNN_API aclnnStatus aclnnCpuSetTensorReadOnly(aclTensor* tensor, bool readOnly) {
-  aclnn_cpu::clear_error();
   if (tensor == nullptr)
     return fail(kParamNullptr, "aclnnCpuSetTensorReadOnly: tensor is null");
   tensor->read_only = readOnly;

@@ -192,9 +192,10 @@ ACL_FUNC_VISIBILITY aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int
                                               size_t count, aclrtStream stream);
 
 /* ---- errors ---- */
-/* Returns and clears the calling thread's message of the most recent failure (of an acl or
- * aclnn call). Never null: "" when there is none. The pointer stays valid until the thread's
- * next aclGetRecentErrMsg() call. */
+/* Returns and clears the calling thread's messages of failed acl and aclnn calls not read yet,
+ * one a line, newest first (calls that succeed in between leave them; at most the newest 32
+ * are kept). Never null: "" when there is none. The pointer stays valid until the thread's next
+ * aclGetRecentErrMsg() call. */
 ACL_FUNC_VISIBILITY const char* aclGetRecentErrMsg(void);
 
 #ifdef __cplusplus

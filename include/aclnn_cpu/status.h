@@ -14,11 +14,12 @@ constexpr aclnnStatus kRuntimeError = 361001;   // ACLNN_ERR_RUNTIME_ERROR
 constexpr aclnnStatus kInner = 561000;          // ACLNN_ERR_INNER
 constexpr aclnnStatus kInnerNullptr = 561103;   // ACLNN_ERR_INNER_NULLPTR
 
-// Formats the message into the calling thread's error slot and returns `status`.
+// Records the message of a failure for the calling thread and returns `status`. Messages pile
+// up until aclGetRecentErrMsg() reads them (as CANN's do): a call that succeeds leaves them.
 aclnnStatus fail(aclnnStatus status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-// Forgets the calling thread's message (done at the start of every public entry point).
-void clear_error();
-// The calling thread's current message ("" when none).
+// The calling thread's newest unread message ("" when none).
 const char* recent_error();
+// Failures recorded on the calling thread so far (did a call in between record one?).
+uint64_t failure_count();
 
 }  // namespace aclnn_cpu

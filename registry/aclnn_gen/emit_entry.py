@@ -346,7 +346,7 @@ def emit(op: Op) -> Tuple[str, str]:
     # ---- phase 1 ----
     out.append(prototype(f"{op.c_name}GetWorkspaceSize", phase1_params(op), 0,
                          prefix='extern "C" ACLNN_API aclnnStatus ') + " {")
-    out += ["  using namespace aclnn_cpu;", "  clear_error();", "  try {",
+    out += ["  using namespace aclnn_cpu;", "  try {",
             "    if (workspaceSize == nullptr) {",
             '      return reject(kParamNullptr, kOpName, "workspaceSize must not be null");', "    }",
             "    if (executor == nullptr) {",
@@ -388,7 +388,6 @@ def emit(op: Op) -> Tuple[str, str]:
             '    return fail(kInner, "%s: internal error", kOpName);', "  }", "}", ""]
     # ---- phase 2 ----
     out.append(prototype(op.c_name, PHASE2_PARAMS, 0, prefix='extern "C" ACLNN_API aclnnStatus ') + " {")
-    out += ["  aclnn_cpu::clear_error();",
-            f'  return aclnn_cpu::run_executor("{op.c_name}", workspace, workspaceSize, executor, stream);',
+    out += [f'  return aclnn_cpu::run_executor("{op.c_name}", workspace, workspaceSize, executor, stream);',
             "}", ""]
     return path_of(op), "\n".join(out)

@@ -42,7 +42,7 @@ class RegistryError(Exception):
 RESERVED_C_NAMES = frozenset({
     "workspaceSize", "executor", "workspace", "stream", "kOpName", "status", "workspace_size",
     "ex", "args", "expected", "failed", "planned", "i", "validate", "make_view", "reject",
-    "fail", "clear_error", "register_executor", "run_executor", "active_isa",
+    "fail", "failure_count", "register_executor", "run_executor", "active_isa",
 } | (set(model.CPP_HELPERS) - {"dim"}))
 # `out` is the functional API's keyword: only the single output of an op may be called so.
 RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_output", "shape_of",

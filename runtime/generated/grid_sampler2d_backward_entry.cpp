@@ -283,7 +283,6 @@ extern "C" ACLNN_API aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
     const aclBoolArray* outputMask, aclTensor* inputGrad, aclTensor* gridGrad,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
-  clear_error();
   try {
     if (workspaceSize == nullptr) {
       return reject(kParamNullptr, kOpName, "workspaceSize must not be null");
@@ -330,6 +329,5 @@ extern "C" ACLNN_API aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
 
 extern "C" ACLNN_API aclnnStatus aclnnGridSampler2DBackward(
     void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnGridSampler2DBackward", workspace, workspaceSize, executor, stream);
 }

@@ -352,7 +352,6 @@ extern "C" ACLNN_API aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     const aclBoolArray* outputMask, aclTensor* gradInput, aclTensor* gradGammaOut,
     aclTensor* gradBetaOut, uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
-  clear_error();
   try {
     if (workspaceSize == nullptr) {
       return reject(kParamNullptr, kOpName, "workspaceSize must not be null");
@@ -404,6 +403,5 @@ extern "C" ACLNN_API aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
 
 extern "C" ACLNN_API aclnnStatus aclnnGroupNormBackward(
     void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnGroupNormBackward", workspace, workspaceSize, executor, stream);
 }

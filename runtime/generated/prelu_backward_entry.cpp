@@ -231,7 +231,6 @@ extern "C" ACLNN_API aclnnStatus aclnnPreluBackwardGetWorkspaceSize(
     const aclTensor* gradOutput, const aclTensor* self, const aclTensor* weight,
     aclTensor* gradInput, aclTensor* gradWeight, uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
-  clear_error();
   try {
     if (workspaceSize == nullptr) {
       return reject(kParamNullptr, kOpName, "workspaceSize must not be null");
@@ -270,6 +269,5 @@ extern "C" ACLNN_API aclnnStatus aclnnPreluBackwardGetWorkspaceSize(
 
 extern "C" ACLNN_API aclnnStatus aclnnPreluBackward(
     void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnPreluBackward", workspace, workspaceSize, executor, stream);
 }

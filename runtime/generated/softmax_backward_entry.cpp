@@ -183,7 +183,6 @@ extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
     const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out,
     uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
-  clear_error();
   try {
     if (workspaceSize == nullptr) {
       return reject(kParamNullptr, kOpName, "workspaceSize must not be null");
@@ -221,6 +220,5 @@ extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
 
 extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackward(
     void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnSoftmaxBackward", workspace, workspaceSize, executor, stream);
 }

@@ -1,7 +1,7 @@
 // The acl runtime subset through its C API: aclInit/aclFinalize with and without a configuration
 // file, devices (only device 0), contexts, streams, memory (aclrtMalloc/Free/Memcpy/Memset and
 // their checks), aclCreateTensor/aclCreateBoolArray argument checks, null pointers everywhere,
-// and aclGetRecentErrMsg's get-and-clear behaviour.
+// and aclGetRecentErrMsg's behaviour (messages pile up until read).
 //
 // usage: acl_runtime <scratch-dir>   (configuration files are written there)
 #include <cstdint>
@@ -205,11 +205,35 @@ void tensors_and_arrays() {
 }
 
 void error_messages() {
-  // Get-and-clear: the message is returned once; a success clears an older failure.
+  // As CANN documents aclGetRecentErrMsg ("gets and clears"): the messages of failed calls pile
+  // up until it reads them, newest first, one a line; a call that succeeds in between leaves
+  // them (the usual "fail, clean up, then log"); a read clears them.
   EXPECT_STATUS(aclrtSetDevice(5), ACL_ERROR_RT_INVALID_DEVICEID, "aclrtSetDevice");
-  CHECK(aclrtSetDevice(5) != 0);
+  CHECK(aclrtSetDevice(57) != 0);
   CHECK(aclrtSetDevice(0) == 0);
+  int64_t shape[1] = {2};
+  int64_t stride[1] = {1};
+  float data[2] = {0, 0};
+  aclTensor* t = aclCreateTensor(shape, 1, ACL_FLOAT, stride, 0, ACL_FORMAT_ND, shape, 1, data);
+  CHECK(t != nullptr);
+  CHECK(aclDestroyTensor(t) == 0);
+  const std::string kept = aclGetRecentErrMsg();
+  CHECK(kept.find("57") != std::string::npos && kept.find('\n') == std::string::npos);
   CHECK(std::string(aclGetRecentErrMsg()).empty());
+  // Two failures: both messages, the newer first.
+  CHECK(aclrtSetDevice(58) != 0);
+  CHECK(aclrtSetDevice(59) != 0);
+  const std::string both = aclGetRecentErrMsg();
+  const size_t newline = both.find('\n');
+  CHECK(newline != std::string::npos && both.find("59") < newline && both.find("58") > newline);
+  // A caller that never reads keeps the newest 32.
+  for (int i = 0; i < 40; ++i) CHECK(aclrtSetDevice(100 + i) != 0);
+  const std::string many = aclGetRecentErrMsg();
+  size_t lines = 1;
+  for (char c : many) lines += c == '\n';
+  CHECK(lines == 32);
+  CHECK(many.find("139") < many.find('\n') && many.find("108") != std::string::npos &&
+        many.find("107") == std::string::npos);
   // The returned pointer stays valid until the next aclGetRecentErrMsg call.
   CHECK(aclrtSetDevice(6) != 0);
   const char* first = aclGetRecentErrMsg();

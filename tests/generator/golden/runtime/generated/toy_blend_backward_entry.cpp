@@ -232,7 +232,6 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
     int64_t mode, bool keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf,
     aclTensor* gradScale, uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
-  clear_error();
   try {
     if (workspaceSize == nullptr) {
       return reject(kParamNullptr, kOpName, "workspaceSize must not be null");
@@ -279,6 +278,5 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
 
 extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackward(
     void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
-  aclnn_cpu::clear_error();
   return aclnn_cpu::run_executor("aclnnToyBlendBackward", workspace, workspaceSize, executor, stream);
 }
