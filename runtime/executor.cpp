@@ -4,6 +4,7 @@
 // destroyed or never created; the registry turns those into ACLNN_ERR_PARAM_INVALID instead of a
 // crash. It also keeps an executor alive while a run is in progress, so a concurrent
 // aclDestroyAclOpExecutor on a repeatable executor defers the delete to the end of the run.
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -47,6 +48,9 @@ aclnnStatus check_workspace(const char* op_name, void* workspace, uint64_t works
   if (workspace == nullptr && workspace_size > 0)
     return fail(kParamNullptr, "%s: workspace is null but workspaceSize is %llu", op_name,
                 static_cast<unsigned long long>(workspace_size));
+  // Kernels keep floats and vectors in the workspace; aclrtMalloc's memory is always aligned.
+  if (ex->workspace_size > 0 && reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+    return fail(kParamInvalid, "%s: workspace %p is not 16-byte aligned", op_name, workspace);
   if (workspace_size < ex->workspace_size)
     return fail(kParamInvalid, "%s: workspaceSize %llu is smaller than the %llu bytes %sGetWorkspaceSize asked for",
                 op_name, static_cast<unsigned long long>(workspace_size),

@@ -273,6 +273,16 @@ aclnnStatus check_output_writable(const char* op, const char* name, const aclTen
   return kSuccess;
 }
 
+aclnnStatus check_aligned(const char* op, const char* name, const aclTensor* t) {
+  if (t == nullptr || t->data == nullptr || safe_numel(t) <= 0) return kSuccess;
+  const uint64_t size = dtype_size(t->dtype);
+  if (size <= 1) return kSuccess;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(t->data) + uintptr_t(t->offset) * size;
+  if (address % size == 0) return kSuccess;
+  return reject(kParamInvalid, op, std::string(name) + "'s data is not aligned to its " + std::to_string(size) +
+                                       "-byte elements");
+}
+
 aclnnStatus check_no_overlap(const char* op, const char* out_name, const aclTensor* out,
                              const char* other_name, const aclTensor* other) {
   if (!overlaps(out, other)) return kSuccess;

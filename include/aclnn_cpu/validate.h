@@ -97,6 +97,8 @@ aclnnStatus check_no_overlap(const char* op, const char* out_name, const aclTens
 
 // The predicates behind the checks above, for tests and custom rules.
 bool overlaps(const aclTensor* a, const aclTensor* b);
+// 161002 when t's first element does not sit on its element size (kernels load whole elements).
+aclnnStatus check_aligned(const char* op, const char* name, const aclTensor* t);
 bool has_internal_overlap(const aclTensor* t);
 
 }  // namespace aclnn_cpu

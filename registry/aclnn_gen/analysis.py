@@ -199,4 +199,5 @@ IMPLICIT_RULES = (
     ("implicit", 161002, "no present output writes one memory location twice (zero or aliasing "
                          "strides)"),
     ("implicit", 161002, "no present output overlaps an input or another output in memory"),
+    ("last", 161002, "every present tensor's data sits on its element size (after every rule)"),
 )

@@ -360,7 +360,13 @@ def emit(op: Op) -> Tuple[str, str]:
                        f"mask({p.mask.array}, {p.mask.index}) ? {p.name} : nullptr;")
     call = ", ".join(_active(p) for p in op.params)
     out += wrap(f"const aclnnStatus status = validate({call});", 95, "    ", "        ")
-    out += ["    if (status != kSuccess) return status;", "",
+    out += ["    if (status != kSuccess) return status;"]
+    # After the document's rules (whose statuses come first): the kernels load whole elements.
+    for p in op.params:
+        if p.is_tensor:
+            out.append(f'    if (const aclnnStatus failed = check_aligned(kOpName, "{p.name}", {_active(p)})) '
+                       f'return failed;')
+    out += ["",
             f"    std::unique_ptr<{exe}> ex(new {exe}(kKernels));",
             f"    {op.args_struct}& args = ex->args;"]
     for p in op.params:

@@ -298,6 +298,11 @@ extern "C" ACLNN_API aclnnStatus aclnnGridSampler2DBackwardGetWorkspaceSize(
     const aclnnStatus status = validate(gradOutput, input, grid, interpolationMode,
         paddingMode, alignCorners, outputMask, active_inputGrad, active_gridGrad);
     if (status != kSuccess) return status;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradOutput", gradOutput)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "input", input)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "grid", grid)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "inputGrad", active_inputGrad)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gridGrad", active_gridGrad)) return failed;
 
     std::unique_ptr<GridSampler2DBackwardExecutor> ex(new GridSampler2DBackwardExecutor(kKernels));
     GridSampler2DBackwardArgs& args = ex->args;

@@ -368,6 +368,14 @@ extern "C" ACLNN_API aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(
     const aclnnStatus status = validate(gradOut, input, mean, rstd, gamma, N, C, HxW, group,
         outputMask, active_gradInput, active_gradGammaOut, active_gradBetaOut);
     if (status != kSuccess) return status;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradOut", gradOut)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "input", input)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "mean", mean)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "rstd", rstd)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gamma", gamma)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradInput", active_gradInput)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradGammaOut", active_gradGammaOut)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradBetaOut", active_gradBetaOut)) return failed;
 
     std::unique_ptr<GroupNormBackwardExecutor> ex(new GroupNormBackwardExecutor(kKernels));
     GroupNormBackwardArgs& args = ex->args;

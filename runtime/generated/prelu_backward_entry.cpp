@@ -242,6 +242,11 @@ extern "C" ACLNN_API aclnnStatus aclnnPreluBackwardGetWorkspaceSize(
     *executor = nullptr;
     const aclnnStatus status = validate(gradOutput, self, weight, gradInput, gradWeight);
     if (status != kSuccess) return status;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradOutput", gradOutput)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "self", self)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "weight", weight)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradInput", gradInput)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradWeight", gradWeight)) return failed;
 
     std::unique_ptr<PreluBackwardExecutor> ex(new PreluBackwardExecutor(kKernels));
     PreluBackwardArgs& args = ex->args;

@@ -194,6 +194,9 @@ extern "C" ACLNN_API aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(
     *executor = nullptr;
     const aclnnStatus status = validate(gradOutput, output, dim, out);
     if (status != kSuccess) return status;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradOutput", gradOutput)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "output", output)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "out", out)) return failed;
 
     std::unique_ptr<SoftmaxBackwardExecutor> ex(new SoftmaxBackwardExecutor(kKernels));
     SoftmaxBackwardArgs& args = ex->args;

@@ -1,7 +1,8 @@
 // Executor lifecycle and phase 2 through the C API: a plain executor is consumed by its run; a
 // repeatable one runs many times (seeing new input data each time) until
 // aclDestroyAclOpExecutor; consumed, destroyed, foreign and null executors are refused with a
-// status and a message, never a crash; workspace checks; an executor outlives the aclTensors it
+// status and a message, never a crash; workspace checks (size, alignment) and misaligned data;
+// an executor outlives the aclTensors it
 // was planned with; a bad stream is refused without consuming the executor; repeatable executors
 // run in two threads at once.
 #include <cmath>
@@ -249,6 +250,53 @@ void too_small_workspace() {
   CHECK_MSG(tried > 0, "no op asked for a workspace: add a case whose plan needs one");
 }
 
+// Kernels load whole elements and keep floats and vectors in the workspace: data that does not
+// sit on its element size, or a workspace off a 16-byte boundary, is refused (161002) and
+// nothing is written; the same executor then runs with an aligned workspace.
+void misaligned_data_and_workspace() {
+  const int64_t N = 2, C = 64, HxW = 16, G = 8;
+  Tensor dy({N, C, HxW}, ACL_FLOAT16), x({N, C, HxW}, ACL_FLOAT16), mean({N, G}, ACL_FLOAT16),
+      rstd({N, G}, ACL_FLOAT16), gamma({C}, ACL_FLOAT16), gi({N, C, HxW}, ACL_FLOAT16),
+      gg({C}, ACL_FLOAT16), gb({C}, ACL_FLOAT16);
+  harness::BoolArray mask({true, true, true});
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  EXPECT_STATUS(aclnnGroupNormBackwardGetWorkspaceSize(dy, x, mean, rstd, gamma, N, C, HxW, G,
+                                                        mask, gi, gg, gb, &ws, &ex), 0);
+  CHECK_MSG(ws > 0, "GroupNorm asked for no workspace: pick a case that needs one");
+  harness::DeviceBuffer workspace(ws + 16);
+  EXPECT_STATUS(aclSetAclOpExecutorRepeatable(ex), 0);
+  for (int shift : {1, 4, 8}) {
+    EXPECT_STATUS(aclnnGroupNormBackward(static_cast<char*>(workspace.get()) + shift, ws, ex, nullptr),
+                  ACLNN_ERR_PARAM_INVALID, "aclnnGroupNormBackward", "16-byte aligned");
+    CHECK(gi.untouched() && gg.untouched() && gb.untouched());
+  }
+  EXPECT_STATUS(aclnnGroupNormBackward(workspace.get(), ws, ex, nullptr), 0);
+  EXPECT_STATUS(aclDestroyAclOpExecutor(ex), 0);
+
+  // float32 data one and two bytes past an element boundary; an element offset is fine.
+  std::vector<float> storage(kRows * kCols + 2, 0.5f);
+  const int64_t shape[2] = {kRows, kCols}, strides[2] = {kCols, 1};
+  Tensor output({kRows, kCols}, ACL_FLOAT), out({kRows, kCols}, ACL_FLOAT);
+  for (int shift : {1, 2, 0}) {
+    aclTensor* grad = aclCreateTensor(shape, 2, ACL_FLOAT, strides, shift == 0 ? 1 : 0, ACL_FORMAT_ND,
+                                      shape, 2, reinterpret_cast<char*>(storage.data()) + shift);
+    CHECK(grad != nullptr);
+    aclOpExecutor* sx = nullptr;
+    uint64_t sws = 0;
+    if (shift == 0) {
+      EXPECT_STATUS(aclnnSoftmaxBackwardGetWorkspaceSize(grad, output, 1, out, &sws, &sx), 0);
+      harness::DeviceBuffer sw(sws);
+      EXPECT_STATUS(aclnnSoftmaxBackward(sw.get(), sws, sx, nullptr), 0);
+    } else {
+      EXPECT_STATUS(aclnnSoftmaxBackwardGetWorkspaceSize(grad, output, 1, out, &sws, &sx),
+                    ACLNN_ERR_PARAM_INVALID, "aclnnSoftmaxBackward", "gradOutput", "aligned");
+      CHECK(sx == nullptr && out.untouched());
+    }
+    EXPECT_STATUS(aclDestroyTensor(grad), 0);
+  }
+}
+
 // A stream that is not null and not live is refused before the executor is touched.
 void bad_streams() {
   SoftmaxProblem p(1.0f);
@@ -334,6 +382,7 @@ int main() {
   null_and_foreign_executors();
   workspace_checks();
   too_small_workspace();
+  misaligned_data_and_workspace();
   bad_streams();
   executor_outlives_its_tensors();
   repeatable_executors_in_two_threads();

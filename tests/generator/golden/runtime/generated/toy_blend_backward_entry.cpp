@@ -247,6 +247,11 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
     const aclnnStatus status = validate(gradOut, self, scale, axis, mode, keepDims, outputMask,
         active_gradSelf, active_gradScale);
     if (status != kSuccess) return status;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradOut", gradOut)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "self", self)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "scale", scale)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradSelf", active_gradSelf)) return failed;
+    if (const aclnnStatus failed = check_aligned(kOpName, "gradScale", active_gradScale)) return failed;
 
     std::unique_ptr<ToyBlendBackwardExecutor> ex(new ToyBlendBackwardExecutor(kKernels));
     ToyBlendBackwardArgs& args = ex->args;
