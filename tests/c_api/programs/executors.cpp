@@ -32,6 +32,24 @@ std::vector<double> softmax_backward_reference(const std::vector<float>& g, cons
   return out;
 }
 
+// GroupNorm backward N=2, C=64, HxW=16, group=8 in float16, planned (a plan that asks for a
+// workspace).
+struct GroupNormProblem {
+  static constexpr int64_t N = 2, C = 64, HxW = 16, G = 8;
+  Tensor dy{{N, C, HxW}, ACL_FLOAT16}, x{{N, C, HxW}, ACL_FLOAT16}, mean{{N, G}, ACL_FLOAT16},
+      rstd{{N, G}, ACL_FLOAT16}, gamma{{C}, ACL_FLOAT16}, gi{{N, C, HxW}, ACL_FLOAT16},
+      gg{{C}, ACL_FLOAT16}, gb{{C}, ACL_FLOAT16};
+  harness::BoolArray mask{{true, true, true}};
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+
+  GroupNormProblem() {
+    EXPECT_STATUS(aclnnGroupNormBackwardGetWorkspaceSize(dy, x, mean, rstd, gamma, N, C, HxW, G,
+                                                          mask, gi, gg, gb, &ws, &ex), 0);
+  }
+  bool outputs_untouched() const { return gi.untouched() && gg.untouched() && gb.untouched(); }
+};
+
 // One softmax backward problem: float32 [kRows, kCols] tensors over host memory.
 struct SoftmaxProblem {
   Tensor grad{{kRows, kCols}, ACL_FLOAT};
@@ -205,26 +223,17 @@ void workspace_checks() {
 // grid sampler backward are the candidates; every op whose plan asks for bytes is tried.
 void too_small_workspace() {
   int tried = 0;
-  // GroupNorm backward, N=2, C=64, HxW=16, group=8, float16.
   {
-    const int64_t N = 2, C = 64, HxW = 16, G = 8;
-    Tensor dy({N, C, HxW}, ACL_FLOAT16), x({N, C, HxW}, ACL_FLOAT16), mean({N, G}, ACL_FLOAT16),
-        rstd({N, G}, ACL_FLOAT16), gamma({C}, ACL_FLOAT16), gi({N, C, HxW}, ACL_FLOAT16),
-        gg({C}, ACL_FLOAT16), gb({C}, ACL_FLOAT16);
-    harness::BoolArray mask({true, true, true});
-    uint64_t ws = 0;
-    aclOpExecutor* ex = nullptr;
-    EXPECT_STATUS(aclnnGroupNormBackwardGetWorkspaceSize(dy, x, mean, rstd, gamma, N, C, HxW, G,
-                                                          mask, gi, gg, gb, &ws, &ex), 0);
-    if (ws > 0) {
+    GroupNormProblem p;
+    if (p.ws > 0) {
       ++tried;
-      harness::DeviceBuffer workspace(ws);
-      EXPECT_STATUS(aclSetAclOpExecutorRepeatable(ex), 0);
-      EXPECT_STATUS(aclnnGroupNormBackward(workspace.get(), ws - 1, ex, nullptr),
+      harness::DeviceBuffer workspace(p.ws);
+      EXPECT_STATUS(aclSetAclOpExecutorRepeatable(p.ex), 0);
+      EXPECT_STATUS(aclnnGroupNormBackward(workspace.get(), p.ws - 1, p.ex, nullptr),
                     ACLNN_ERR_PARAM_INVALID, "aclnnGroupNormBackward", "workspace");
-      CHECK(gi.untouched() && gg.untouched() && gb.untouched());
+      CHECK(p.outputs_untouched());
     }
-    EXPECT_STATUS(aclDestroyAclOpExecutor(ex), 0);
+    EXPECT_STATUS(aclDestroyAclOpExecutor(p.ex), 0);
   }
   // Grid sampler backward, bilinear, float16 (accumulation of inputGrad may need scratch).
   {
@@ -254,25 +263,17 @@ void too_small_workspace() {
 // sit on its element size, or a workspace off a 16-byte boundary, is refused (161002) and
 // nothing is written; the same executor then runs with an aligned workspace.
 void misaligned_data_and_workspace() {
-  const int64_t N = 2, C = 64, HxW = 16, G = 8;
-  Tensor dy({N, C, HxW}, ACL_FLOAT16), x({N, C, HxW}, ACL_FLOAT16), mean({N, G}, ACL_FLOAT16),
-      rstd({N, G}, ACL_FLOAT16), gamma({C}, ACL_FLOAT16), gi({N, C, HxW}, ACL_FLOAT16),
-      gg({C}, ACL_FLOAT16), gb({C}, ACL_FLOAT16);
-  harness::BoolArray mask({true, true, true});
-  uint64_t ws = 0;
-  aclOpExecutor* ex = nullptr;
-  EXPECT_STATUS(aclnnGroupNormBackwardGetWorkspaceSize(dy, x, mean, rstd, gamma, N, C, HxW, G,
-                                                        mask, gi, gg, gb, &ws, &ex), 0);
-  CHECK_MSG(ws > 0, "GroupNorm asked for no workspace: pick a case that needs one");
-  harness::DeviceBuffer workspace(ws + 16);
-  EXPECT_STATUS(aclSetAclOpExecutorRepeatable(ex), 0);
+  GroupNormProblem p;
+  CHECK_MSG(p.ws > 0, "GroupNorm asked for no workspace: pick a case that needs one");
+  harness::DeviceBuffer workspace(p.ws + 16);
+  EXPECT_STATUS(aclSetAclOpExecutorRepeatable(p.ex), 0);
   for (int shift : {1, 4, 8}) {
-    EXPECT_STATUS(aclnnGroupNormBackward(static_cast<char*>(workspace.get()) + shift, ws, ex, nullptr),
+    EXPECT_STATUS(aclnnGroupNormBackward(static_cast<char*>(workspace.get()) + shift, p.ws, p.ex, nullptr),
                   ACLNN_ERR_PARAM_INVALID, "aclnnGroupNormBackward", "16-byte aligned");
-    CHECK(gi.untouched() && gg.untouched() && gb.untouched());
+    CHECK(p.outputs_untouched());
   }
-  EXPECT_STATUS(aclnnGroupNormBackward(workspace.get(), ws, ex, nullptr), 0);
-  EXPECT_STATUS(aclDestroyAclOpExecutor(ex), 0);
+  EXPECT_STATUS(aclnnGroupNormBackward(workspace.get(), p.ws, p.ex, nullptr), 0);
+  EXPECT_STATUS(aclDestroyAclOpExecutor(p.ex), 0);
 
   // float32 data one and two bytes past an element boundary; an element offset is fine.
   std::vector<float> storage(kRows * kCols + 2, 0.5f);
