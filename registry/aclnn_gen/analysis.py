@@ -198,6 +198,8 @@ IMPLICIT_RULES = (
     ("implicit", 161002, "every present output is writable (not marked read-only)"),
     ("implicit", 161002, "no present output writes one memory location twice (zero or aliasing "
                          "strides)"),
-    ("implicit", 161002, "no present output overlaps an input or another output in memory"),
+    ("implicit", 161002, "no present output overlaps an input or another output in memory (by "
+                         "the byte ranges they span: interleaved views that share no element "
+                         "count as overlapping)"),
     ("last", 161002, "every present tensor's data sits on its element size (after every rule)"),
 )
