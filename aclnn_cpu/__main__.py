@@ -20,7 +20,8 @@ def _cmd_ops(_args) -> int:
         outputs = [p["py_name"] for p in op["params"] if p["kind"] == "output"]
         print(f"{op['name']}: {op['summary']}")
         print(f"    python: {op['python']}({', '.join(inputs)}) -> {', '.join(outputs)}")
-        print(f"    products: {', '.join(op['products'])}   document: {op['source']}")
+        document = f"   document: {op['source']}" if op["source"] else ""
+        print(f"    products: {', '.join(op['products'])}{document}")
     return 0
 
 

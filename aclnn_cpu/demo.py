@@ -47,7 +47,8 @@ def main() -> int:
 
     for op in OPS:
         print(f"== {op['name']}  ({op['python']})  — {op['summary']}")
-        print(f"   documented example from shared/seeds/{op['source']}")
+        origin = f"documented example from shared/seeds/{op['source']}" if op["source"] else "example of its registry entry"
+        print(f"   {origin}")
         arrays, attributes, outputs = run_example(op)
         print(" inputs:")
         for name, value in arrays.items():

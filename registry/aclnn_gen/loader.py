@@ -52,7 +52,7 @@ RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_out
 ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "prod", "len", "tuple", "int", "max",
                                  "min", "all", "any", "None", "True", "False"})
 
-TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": True, "summary": True,
+TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": False, "summary": True,
             "description": False, "products": True, "dtype_sets": True, "params": True,
             "python_kwargs": False, "rules": True, "example": False}
 PARAM_KEYS = {"name": True, "kind": True, "doc": False, "optional": False, "mask": False,
@@ -209,7 +209,8 @@ class _OpReader:
                                       f"not {self.path.name}")
         python = self._identifier(top["python"][1], "'python'", python_style=True)
         kernel = self._identifier(top["kernel"][1], "'kernel'", python_style=False)
-        source = f.string(top["source"][1], "'source'")
+        # The CANN document the op follows; an op a user adds may have none.
+        source = f.string(top["source"][1], "'source'") if "source" in top else ""
         summary = f.string(top["summary"][1], "'summary'")
         if "\n" in summary.strip():
             raise self.err(top["summary"][1], "'summary' must be one line (use 'description')")

@@ -76,6 +76,18 @@ def test_base_fixture_is_valid(tmp_path):
     assert [p.py_name for p in op.params] == ["grad_output", "self", "flags", "grad_input"]
 
 
+def test_source_is_optional(tmp_path):
+    """An op of a user's own follows no CANN document: without `source` it loads, and its
+    reference section names none."""
+    from registry.aclnn_gen import render
+    (tmp_path / "registry").mkdir()
+    (tmp_path / "registry" / "mini_backward.yaml").write_text(edit("source: mini.txt\n", ""))
+    [op] = load_registry(tmp_path)
+    assert op.source == ""
+    docs = render([op])["docs/ops.md"]
+    assert "Document:" not in docs and "products: atlas_training, atlas_a2 · registry:" in docs
+
+
 def test_unknown_param_key(tmp_path):
     text = edit("    kind: input\n", "    kind: input\n    dtyp: float32\n")
     assert load_error(tmp_path, text) == (
