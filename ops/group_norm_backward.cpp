@@ -922,8 +922,6 @@ void planes_in_memory_order(GroupNormBackwardArgs& a, int64_t N, int64_t C, bool
 // of strided operands and copies). Groups of planes narrower than a vector, or small enough to
 // run in batches, keep the whole copies.
 constexpr uint64_t kSlotMaxBytes = 1 << 20;   // a slot ([dY][X][dX] of one group) at most
-constexpr int64_t kMaxSlots = 32;             // threads that get a slot
-constexpr uint64_t kSlotBudget = 16 << 20;    // bytes all slots may take together
 
 bool stages_groups(const Plan& p, uint64_t operand_bytes) {
   return p.fused && !p.channel_rows && p.HxW >= kWidth && p.D * p.HxW > kBatchGroupMax &&
@@ -951,7 +949,7 @@ Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
       st.dy = !dy_runs, st.x = !x_runs, st.dx = !dx_runs;
       st.slots = dense_at;
       st.operand_bytes = operand_bytes;
-      st.count = std::min<int64_t>({kMaxSlots, r.plan.N * r.plan.G, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+      st.count = staged_slots(r.plan.N * r.plan.G, st.slot_bytes());
       r.bytes = uint64_t(st.count) * st.slot_bytes();
     } else if (!(dy_runs && x_runs && dx_runs)) {
       DensePlace place{dense_at};

@@ -686,43 +686,17 @@ struct Prepared {
 // is whole planes, about 64 KiB of each operand; an operand that is a transposed pair
 // (transposed planes, channels-last) makes it whole planes of that pair where they fit, else a
 // strip of a line's worth of its rows, so its copies go in tiles reading each source line whole.
-constexpr uint64_t kStageBytes = 64 << 10;          // one operand's share of a task, about
-constexpr int64_t kMinStagedTasks = 4;              // fewest tasks, where the units allow
-constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a plane (or strip) that stages at most
-constexpr int64_t kMaxSlots = 32;                   // threads that get a slot
-constexpr uint64_t kSlotBudget = 16 << 20;          // bytes all slots may take together
-
-Staging plan_staging(const Layout& l, const TensorView* staged[3], uint64_t itemsize) {
+Staging plan_staging(const Layout& l, std::initializer_list<const TensorView*> staged, uint64_t itemsize) {
   Staging st;
   if (!l.channel_runs) return st;
-  const int64_t unit_max = int64_t(kStageUnitMaxBytes / itemsize);
-  int64_t unit = l.HxW;  // whole planes
-  if (unit > unit_max) return st;
-  for (int t = 0; t < 3; ++t) {
-    if (staged[t] == nullptr) continue;
-    const FlatIndex f(*staged[t]);
-    if (!dense_detail::is_transposed_pair(f)) continue;
-    const int64_t na = f.shape[f.m - 1], plane = na * f.shape[f.m - 2];
-    const int64_t rows = unit / std::gcd(unit, na) * na;  // lcm(unit, na)
-    if (rows > unit_max) return Staging{};
-    unit = rows;
-    const int64_t strip = na * int64_t(64 / itemsize);
-    if (plane % unit == 0 && plane <= unit_max) unit = plane;
-    else if (strip % unit == 0 && strip <= unit_max) unit = strip;
-  }
-  // About kStageBytes of each operand a task, but at least kMinStagedTasks tasks where the
-  // units allow (fewer, bigger tasks left a thread idle for part of mid-sized calls).
-  const int64_t units = (l.N * l.C * l.HxW) / unit;
-  const int64_t per_task =
-      std::max<int64_t>(1, std::min(int64_t(kStageBytes / itemsize) / unit, units / kMinStagedTasks));
-  st.planes_per_task = per_task * unit / l.HxW;
+  const int64_t unit = staged_unit(l.HxW, int64_t(kStageUnitMaxBytes / itemsize), staged);  // whole planes
+  if (unit == 0) return st;
   const int64_t planes = l.N * l.C;
-  const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;
-  // One task would leave a thread idle where the dense copies' chunks split (a plane of up to
-  // 64K values: [1, 1, 200, 200]).
-  if (tasks < 2 && planes * l.HxW >= 2 * kGrainElems) return Staging{};
-  st.operand_bytes = (uint64_t(st.planes_per_task * l.HxW) * itemsize + 63) / 64 * 64;
-  st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+  const int64_t task_elems = staged_task_elems(planes * l.HxW, unit, itemsize, kGrainElems);
+  if (task_elems == 0) return st;
+  st.planes_per_task = task_elems / l.HxW;
+  st.operand_bytes = (uint64_t(task_elems) * itemsize + 63) / 64 * 64;
+  st.count = staged_slots((planes + st.planes_per_task - 1) / st.planes_per_task, st.slot_bytes());
   st.on = true;
   return st;
 }
@@ -752,9 +726,8 @@ Prepared prepare(const PreluBackwardArgs& given, char* dense_at) {
     r.args = as_channel_rows(dense);
     r.l = make_layout(r.args);
     r.bytes = place.bytes;
-    const TensorView* staged[3] = {r.dense_go ? &r.go_view : nullptr, r.dense_x ? &x : nullptr,
-                                   r.dense_gi ? &gi : nullptr};
-    Staging st = plan_staging(r.l, staged, x.itemsize());
+    Staging st = plan_staging(r.l, {r.dense_go ? &r.go_view : nullptr, r.dense_x ? &x : nullptr,
+                                    r.dense_gi ? &gi : nullptr}, x.itemsize());
     if (st.on) {
       st.go = r.dense_go, st.x = r.dense_x, st.gi = r.dense_gi;
       r.dense_go = r.dense_x = r.dense_gi = false;

@@ -782,60 +782,24 @@ struct Prepared {
 // longer ones stay on the dense copies) or whole [size, inner] slabs of the columns path, so
 // the call gives the contiguous call's bits. A transposed pair (transposed planes, channels-
 // last) copies in tiles when a task is whole planes of it, or at least whole rows of its inner
-// dim (dense_copy.h); a task is made whole planes where they fit.
-constexpr uint64_t kStageBytes = 64 << 10;          // one operand's share of a task, about
-constexpr int64_t kMinStagedTasks = 4;              // fewest tasks, where the units allow
-constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a row, slab or plane that stages at most
-constexpr int64_t kMaxSlots = 32;                   // threads that get a slot
-constexpr uint64_t kSlotBudget = 16 << 20;          // bytes all slots may take together
-
-int64_t gcd64(int64_t a, int64_t b) {
-  while (b != 0) {
-    const int64_t r = a % b;
-    a = b;
-    b = r;
-  }
-  return a;
-}
-
+// dim; a task is made whole planes where they fit (dense_copy.h, staged_unit).
 Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
   Staging st;
   if (l.inner == 1 && (l.size < kShortRow || l.size > kRowChunk)) return st;
-  const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
-  const int64_t unit_max = int64_t(kStageUnitMaxBytes / widest);
-  int64_t unit = l.size * l.inner;  // a row or a slab
-  if (unit > unit_max) return st;
   st.g = !a.gradOutput.is_contiguous();
   st.y = !a.output.is_contiguous();
   st.out = !a.out.is_contiguous();
-  for (const auto& [t, staged] : {std::pair{&a.gradOutput, st.g}, std::pair{&a.output, st.y}, std::pair{&a.out, st.out}}) {
-    if (!staged) continue;
-    const FlatIndex f(*t);
-    if (!dense_detail::is_transposed_pair(f)) continue;
-    // Whole rows of its inner dim (na); where they fit, whole planes (na * nb), else a strip of
-    // a line's worth of rows (each source line then read whole: the tiles' strip).
-    const int64_t na = f.shape[f.m - 1], plane = na * f.shape[f.m - 2];
-    const int64_t rows = unit / gcd64(unit, na) * na;  // lcm(unit, na)
-    if (rows > unit_max) return Staging{};
-    unit = rows;
-    const int64_t strip = na * int64_t(64 / t->itemsize());
-    if (plane % unit == 0 && plane <= unit_max) unit = plane;
-    else if (strip % unit == 0 && strip <= unit_max) unit = strip;
-  }
-  // About kStageBytes of each operand a task, but at least kMinStagedTasks tasks where the
-  // units allow (fewer, bigger tasks left a thread idle for part of mid-sized calls).
-  const int64_t units = (l.outer * l.size * l.inner) / unit;
-  const int64_t per_task =
-      std::max<int64_t>(1, std::min(int64_t(kStageBytes / widest) / unit, units / kMinStagedTasks));
-  st.task_elems = per_task * unit;
+  const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
+  const int64_t unit = staged_unit(l.size * l.inner, int64_t(kStageUnitMaxBytes / widest),  // rows or slabs
+                                   {st.g ? &a.gradOutput : nullptr, st.y ? &a.output : nullptr,
+                                    st.out ? &a.out : nullptr});
+  if (unit == 0) return Staging{};
   const int64_t total = l.outer * l.size * l.inner;
-  const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
-  // One task would leave a thread idle where the dense copies' rows split (a transposed plane of
-  // up to 64K values).
-  if (tasks < 2 && total >= 2 * kRowGrainElems) return Staging{};
+  st.task_elems = staged_task_elems(total, unit, widest, kRowGrainElems);
+  if (st.task_elems == 0) return Staging{};
   st.in_bytes = (uint64_t(st.task_elems) * a.gradOutput.itemsize() + 63) / 64 * 64;
   st.out_bytes = (uint64_t(st.task_elems) * a.out.itemsize() + 63) / 64 * 64;
-  st.count = std::min<int64_t>({kMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kSlotBudget / st.slot_bytes()))});
+  st.count = staged_slots((total + st.task_elems - 1) / st.task_elems, st.slot_bytes());
   st.on = true;
   return st;
 }
