@@ -5,6 +5,8 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 cdef extern from "aclnn/aclnn_base.h" nogil:
     ctypedef int32_t aclnnStatus
     ctypedef struct aclTensor
+    ctypedef struct aclScalar
+    ctypedef struct aclIntArray
     ctypedef struct aclBoolArray
     ctypedef struct aclOpExecutor
     ctypedef void* aclrtStream
@@ -19,6 +21,12 @@ cdef class TensorArg:
 cdef class BoolArrayArg:
     cdef aclBoolArray* ptr
 
+cdef class ScalarArg:
+    cdef aclScalar* ptr
+
+cdef class IntArrayArg:
+    cdef aclIntArray* ptr
+
 cdef class Executor:
     cdef aclOpExecutor* ptr
     cdef readonly uint64_t workspace_size
@@ -29,6 +37,8 @@ cdef class Executor:
 
 cdef TensorArg tensor_arg(object obj, str name, bint is_output)
 cdef BoolArrayArg bool_array_arg(object values, str name)
+cdef ScalarArg scalar_arg(object value, str name)
+cdef IntArrayArg int_array_arg(object values, str name)
 cdef int raise_for_status(aclnnStatus status) except -1
 cdef Executor new_executor(aclOpExecutor* ptr, uint64_t workspace_size, str op_name, RunFn run_fn, tuple keep)
 cdef object run_two_phase(object workspace, uint64_t workspace_size, Executor executor, object stream, str op_name)
@@ -44,3 +54,4 @@ cpdef object empty_aligned(object shape, object dtype)
 cpdef tuple unpack_out(object out, Py_ssize_t n, str name)
 cpdef object int64_value(object value, str name)
 cpdef bint flag_value(object value, str name) except -1
+cpdef double float_value(object value, str name) except? -1

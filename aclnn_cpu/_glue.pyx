@@ -7,6 +7,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_
 from libcpp cimport bool as cbool
 cimport numpy as cnp
 
+import numbers
 import operator
 import threading
 
@@ -28,6 +29,10 @@ cdef extern from "aclnn/aclnn_base.h" nogil:
     aclnnStatus aclDestroyTensor(const aclTensor* tensor)
     aclBoolArray* aclCreateBoolArray(const cbool* value, uint64_t size)
     aclnnStatus aclDestroyBoolArray(const aclBoolArray* array)
+    aclScalar* aclCreateScalar(void* value, aclDataType dataType)
+    aclnnStatus aclDestroyScalar(const aclScalar* scalar)
+    aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size)
+    aclnnStatus aclDestroyIntArray(const aclIntArray* array)
     aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor)
     aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor)
     aclnnStatus aclnnCpuSetTensorReadOnly(aclTensor* tensor, cbool read_only)
@@ -118,6 +123,24 @@ cdef class BoolArrayArg:
     def __dealloc__(self):
         if self.ptr != NULL:
             aclDestroyBoolArray(self.ptr)
+            self.ptr = NULL
+
+
+cdef class ScalarArg:
+    """An aclScalar built from a Python number or a NumPy scalar."""
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            aclDestroyScalar(self.ptr)
+            self.ptr = NULL
+
+
+cdef class IntArrayArg:
+    """An aclIntArray built from a Python sequence of integers."""
+
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            aclDestroyIntArray(self.ptr)
             self.ptr = NULL
 
 
@@ -280,6 +303,79 @@ cpdef bint flag_value(object value, str name) except -1:
     if flag is None:
         raise TypeError(f"{name}: expected a bool, got {type(value).__name__} {value!r}")
     return flag
+
+
+cpdef double float_value(object value, str name) except? -1:
+    """A double argument: any real number (ints and NumPy's numbers too) as a float; a bool, a
+    string or None is refused rather than taken for a number."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a real number, got {type(value).__name__} {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise _invalid(f"{name}: {value} is outside the float64 range") from None
+
+
+cdef ScalarArg scalar_arg(object value, str name):
+    """The aclScalar for a Python number (NULL for None), typed as torch_npu types its scalars:
+    a bool as BOOL, an int as INT64, a float as DOUBLE; a NumPy scalar or 0-d array keeps its
+    dtype (np.float32(0.1) stays the float32 value)."""
+    cdef ScalarArg arg = ScalarArg.__new__(ScalarArg)
+    cdef cnp.ndarray holder
+    if value is None:
+        return arg
+    if isinstance(value, (bool, np.bool_)):
+        holder = np.asarray(bool(value), dtype=np.bool_)
+    elif isinstance(value, (np.generic, np.ndarray)):
+        holder = np.array(value)  # a 0-d copy of its own (ascontiguousarray would make it 1-d)
+        if holder.ndim != 0:
+            raise _invalid(f"{name}: expected a scalar, got an array of shape {np.shape(value)}")
+    else:
+        try:
+            v = operator.index(value)
+        except TypeError:
+            if not isinstance(value, numbers.Real):
+                raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}") from None
+            holder = np.asarray(float(value), dtype=np.float64)
+        else:
+            if not -(1 << 63) <= v < (1 << 63):
+                raise _invalid(f"{name}: {v} is outside the int64 range")
+            holder = np.asarray(v, dtype=np.int64)
+    code = _NUMPY_TO_ACL.get(holder.dtype)
+    if code is None or code in (ACL_COMPLEX64, ACL_COMPLEX128):
+        raise _invalid(f"{name}: a scalar of dtype {holder.dtype} is not supported")
+    arg.ptr = aclCreateScalar(cnp.PyArray_DATA(holder), <aclDataType>code)
+    if arg.ptr == NULL:
+        raise_for_status(Status.ERR_PARAM_INVALID)
+    return arg
+
+
+cdef IntArrayArg int_array_arg(object values, str name):
+    """The aclIntArray for a sequence of integers (NULL for None); each entry as int64_value
+    takes it (a float entry is refused, not truncated), and a string is not such a sequence."""
+    cdef IntArrayArg arg = IntArrayArg.__new__(IntArrayArg)
+    cdef cnp.ndarray holder
+    if values is None:
+        return arg
+    if isinstance(values, (str, bytes)):
+        raise _invalid(f"{name}: expected a sequence of integers, got {type(values).__name__}")
+    try:
+        raw = list(values)
+    except TypeError:
+        raise _invalid(f"{name}: expected a sequence of integers, got {type(values).__name__}") from None
+    items = []
+    for i, v in enumerate(raw):
+        try:
+            items.append(operator.index(v))
+        except TypeError:
+            raise _invalid(f"{name}: entry {i} is {v!r}, not an integer") from None
+        if not -(1 << 63) <= items[i] < (1 << 63):
+            raise _invalid(f"{name}: entry {i} ({items[i]}) is outside the int64 range")
+    holder = np.array(items, dtype=np.int64)
+    arg.ptr = aclCreateIntArray(<const int64_t*>cnp.PyArray_DATA(holder), len(items))
+    if arg.ptr == NULL:
+        raise_for_status(Status.ERR_PARAM_INVALID)
+    return arg
 
 
 cdef BoolArrayArg bool_array_arg(object values, str name):

@@ -8,9 +8,10 @@ from math import prod
 from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
-    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,
-    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,
-    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,
+    BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,
+    aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
+    dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
+    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,
     unpack_out)
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',

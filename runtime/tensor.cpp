@@ -1,5 +1,5 @@
-// aclTensor and aclBoolArray: creation with structural checks, destruction, the read-only flag,
-// and the views kernels see.
+// aclTensor, aclIntArray and aclBoolArray: creation with structural checks, destruction, the
+// read-only flag, and the views kernels see.
 #include <memory>
 #include <new>
 
@@ -56,6 +56,17 @@ uint64_t bool_array_size(const aclBoolArray* a) { return a == nullptr ? 0 : a->v
 
 bool bool_array_at(const aclBoolArray* a, uint64_t i) {
   return a != nullptr && i < a->values.size() && a->values[i];
+}
+
+IntArrayArg make_int_array_arg(const aclIntArray* a) {
+  IntArrayArg arg;
+  // Validators refuse arrays longer than kMaxIntArray before this runs; a longer one would
+  // leave the copy absent rather than overrun it.
+  if (a == nullptr || a->values.size() > static_cast<size_t>(kMaxIntArray)) return arg;
+  arg.size = static_cast<int64_t>(a->values.size());
+  for (int64_t i = 0; i < arg.size; ++i) arg.values[i] = a->values[static_cast<size_t>(i)];
+  arg.present = true;
+  return arg;
 }
 
 }  // namespace aclnn_cpu
@@ -182,6 +193,37 @@ ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
 
 ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
   delete array;
+  return ACLNN_SUCCESS;
+}
+
+ACLNN_API aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
+  if (value == nullptr && size > 0) {
+    fail(kParamNullptr, "aclCreateIntArray: value is null but size is %llu",
+         static_cast<unsigned long long>(size));
+    return nullptr;
+  }
+  try {
+    auto a = std::make_unique<aclIntArray>();  // owned until returned (assign may throw)
+    a->values.assign(value, value + size);
+    return a.release();
+  } catch (const std::bad_alloc&) {
+    fail(aclnn_cpu::kInner, "aclCreateIntArray: out of memory for %llu integers",
+         static_cast<unsigned long long>(size));
+  } catch (...) {
+    fail(aclnn_cpu::kInner, "aclCreateIntArray: unexpected internal error");
+  }
+  return nullptr;
+}
+
+ACLNN_API aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
+  delete array;
+  return ACLNN_SUCCESS;
+}
+
+ACLNN_API aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size) {
+  if (array == nullptr) return fail(kParamNullptr, "aclGetIntArraySize: array is null");
+  if (size == nullptr) return fail(kParamNullptr, "aclGetIntArraySize: size is null");
+  *size = array->values.size();
   return ACLNN_SUCCESS;
 }
 

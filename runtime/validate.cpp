@@ -86,6 +86,12 @@ DType dtype(const aclTensor* t) { return t->dtype; }
 
 const Shape& shape(const aclTensor* t) { return t->view_dims; }
 
+DType dtype(const aclScalar* s) { return s->dtype; }
+
+double scalar_value(const aclScalar* s) { return s->value; }
+
+const Shape& int_values(const aclIntArray* a) { return a->values; }
+
 bool mask(const aclBoolArray* flags, int64_t i) {
   return i >= 0 && bool_array_at(flags, static_cast<uint64_t>(i));
 }
@@ -98,6 +104,26 @@ int64_t checked_mul(std::initializer_list<int64_t> factors) {
     if (f < 0 || !mul_ok(n, f, &n)) return -1;
   }
   return n;
+}
+
+bool dims_in_range(const Shape& dims, int64_t rank) {
+  const int64_t r = rank > 0 ? rank : 1;
+  for (int64_t d : dims) {
+    if (d < -r || d >= r) return false;
+  }
+  return true;
+}
+
+bool dims_unique(const Shape& dims, int64_t rank) {
+  const int64_t r = rank > 0 ? rank : 1;
+  std::vector<bool> seen(static_cast<std::size_t>(r), false);
+  for (int64_t d : dims) {
+    if (d < -r || d >= r) continue;
+    const std::size_t k = static_cast<std::size_t>(d < 0 ? d + r : d);
+    if (seen[k]) return false;
+    seen[k] = true;
+  }
+  return true;
 }
 
 bool broadcasts_to(const Shape& from, const Shape& to) {
@@ -174,6 +200,13 @@ aclnnStatus check_bool_array_size(const char* op, const char* name, const aclBoo
   if (got == size) return kSuccess;
   return reject(kParamInvalid, op, std::string(name) + " has " + to_string(got) +
                                        " elements, expected " + to_string(size));
+}
+
+aclnnStatus check_int_array_size(const char* op, const char* name, const aclIntArray* a,
+                                 int64_t max_size) {
+  if (a == nullptr || a->values.size() <= static_cast<std::size_t>(max_size)) return kSuccess;
+  return reject(kParamInvalid, op, std::string(name) + " has " + to_string(a->values.size()) +
+                                       " integers, more than the supported " + to_string(max_size));
 }
 
 aclnnStatus check_layout(const char* op, const char* name, const aclTensor* t) {

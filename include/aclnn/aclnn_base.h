@@ -1,7 +1,7 @@
 /*
  * aclnn/aclnn_base.h: the aclnn basics every operator header includes: status codes, the opaque
- * aclTensor / aclBoolArray / aclOpExecutor handles and their create/destroy functions, as in
- * Huawei CANN's aclnn API (same names, signatures and values).
+ * aclTensor / aclScalar / aclIntArray / aclBoolArray / aclOpExecutor handles and their
+ * create/destroy functions, as in Huawei CANN's aclnn API (same names, signatures and values).
  *
  * The sample programs of the operator documents call printf and std::array without including
  * <stdio.h> or <array>; on the NPU those arrive through CANN's headers, so this header includes
@@ -49,6 +49,8 @@ typedef int32_t aclnnStatus;
 
 /* ---- opaque handles ---- */
 typedef struct aclTensor aclTensor;
+typedef struct aclScalar aclScalar;
+typedef struct aclIntArray aclIntArray;
 typedef struct aclBoolArray aclBoolArray;
 typedef struct aclOpExecutor aclOpExecutor;
 
@@ -68,6 +70,22 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
                                      uint64_t storageDimsNum, void* tensorData);
 /* Null is accepted (no-op). */
 ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor* tensor);
+
+/*
+ * Copies the value *value of type dataType: any float (FLOAT, FLOAT16, BF16, DOUBLE), integer
+ * (INT8 ... UINT64) or BOOL. Returns null (and records the reason for aclGetRecentErrMsg) when
+ * value is null or dataType is none of those. Operators read the value as a double: exact for
+ * every float type and for integers of magnitude up to 2^53.
+ */
+ACLNN_API aclScalar* aclCreateScalar(void* value, aclDataType dataType);
+/* Null is accepted (no-op). */
+ACLNN_API aclnnStatus aclDestroyScalar(const aclScalar* scalar);
+
+/* Copies size integers; value may be null only when size is 0. */
+ACLNN_API aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size);
+ACLNN_API aclnnStatus aclDestroyIntArray(const aclIntArray* array);
+/* The number of integers in array. Null array or size: ACLNN_ERR_PARAM_NULLPTR. */
+ACLNN_API aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size);
 
 /* Copies size flags; value may be null only when size is 0. */
 ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size);

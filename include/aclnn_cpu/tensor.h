@@ -1,5 +1,6 @@
-// The C++ layout behind the public opaque handles aclTensor and aclBoolArray (aclnn/aclnn_base.h),
-// and the accessors validators and entry points use. Only the runtime creates these objects.
+// The C++ layout behind the public opaque handles aclTensor, aclScalar, aclIntArray and
+// aclBoolArray (aclnn/aclnn_base.h), and the accessors validators and entry points use. Only the
+// runtime creates these objects.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -22,6 +23,17 @@ struct aclBoolArray {
   std::vector<bool> values;
 };
 
+struct aclIntArray {
+  std::vector<int64_t> values;
+};
+
+// The value converted once, at creation, to the double every operator reads (exact for every
+// float type and for integers up to 2^53 in magnitude); the dtype is kept for rules on it.
+struct aclScalar {
+  aclnn_cpu::DType dtype = aclnn_cpu::DType::Undefined;
+  double value = 0.0;
+};
+
 namespace aclnn_cpu {
 
 // The kernel-facing view of a validated tensor: present = true, data = address of element
@@ -33,5 +45,9 @@ bool tensor_is_read_only(const aclTensor* t);  // false for null
 
 uint64_t bool_array_size(const aclBoolArray* a);          // 0 for null
 bool bool_array_at(const aclBoolArray* a, uint64_t i);    // false when out of range or null
+
+// The kernel-facing copies of a scalar and an integer array (absent for null).
+ScalarArg make_scalar_arg(const aclScalar* s);
+IntArrayArg make_int_array_arg(const aclIntArray* a);
 
 }  // namespace aclnn_cpu

@@ -48,6 +48,26 @@ ACLNN_VIEW_INLINE std::size_t dtype_size(DType t) {
 
 const char* dtype_name(DType t);  // "float32", "bfloat16", ... (runtime/tensor.cpp)
 
+// A validated aclScalar as kernels see it: its value as a double (exact for every float dtype
+// and for integers up to 2^53 in magnitude) and the dtype it was created with.
+struct ScalarArg {
+  double value = 0.0;
+  DType dtype = DType::Undefined;
+  bool present = false;  // false: an optional scalar passed as null
+};
+
+// Most integers an aclIntArray operand may hold (the validators refuse longer ones with 161002),
+// so that its kernel-facing copy is plain data like TensorView: nothing a kernel object compiled
+// per ISA level would instantiate out of line.
+constexpr int kMaxIntArray = 64;
+
+// A validated aclIntArray as kernels see it: its integers, copied at planning time.
+struct IntArrayArg {
+  int64_t values[kMaxIntArray] = {};
+  int64_t size = 0;
+  bool present = false;  // false: an optional array passed as null
+};
+
 struct TensorView {
   void* data = nullptr;  // address of element [0,...,0] (storage offset already applied)
   DType dtype = DType::Undefined;

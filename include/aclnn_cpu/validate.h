@@ -31,6 +31,12 @@ int64_t numel(const aclTensor* t);
 int64_t dim(const aclTensor* t, int64_t i);
 DType dtype(const aclTensor* t);
 const Shape& shape(const aclTensor* t);  // the tensor's own dims: no copy
+// Scalars and integer arrays (non-null unless said otherwise).
+inline bool present(const aclScalar* s) { return s != nullptr; }
+inline bool present(const aclIntArray* a) { return a != nullptr; }
+DType dtype(const aclScalar* s);       // the dtype it was created with
+double scalar_value(const aclScalar* s);  // its value as a double
+const Shape& int_values(const aclIntArray* a);  // its integers: int_values(a).size(), [i]
 // Flag i of a bool array; false when the array is null or too short (null-safe on purpose: masks
 // are read before the array's own checks run).
 bool mask(const aclBoolArray* flags, int64_t i);
@@ -39,6 +45,12 @@ Product product();  // the product line whose rules apply (current_product())
 // Product of non-negative factors; -1 when a factor is negative or the product overflows int64,
 // so it never equals a real element count.
 int64_t checked_mul(std::initializer_list<int64_t> factors);
+// Dim lists (an integer array of dims, e.g. int_values(dims)) of a tensor of rank `rank`:
+// every entry in [-r, r) with r = max(rank, 1) (a 0-d tensor takes dim 0 or -1, as PyTorch's);
+// and no dim named twice once negative entries are counted from the end (entries out of range
+// are not compared).
+bool dims_in_range(const Shape& dims, int64_t rank);
+bool dims_unique(const Shape& dims, int64_t rank);
 // NumPy broadcasting that yields exactly `to`: `from` has at most as many dims, and each of its
 // dims (aligned from the right) equals the target's or is 1.
 bool broadcasts_to(const Shape& from, const Shape& to);
@@ -82,6 +94,9 @@ aclnnStatus reject(aclnnStatus status, const char* op, const std::string& messag
 // A bool array has exactly `size` flags.
 aclnnStatus check_bool_array_size(const char* op, const char* name, const aclBoolArray* flags,
                                   uint64_t size);
+// A present integer array has at most `max_size` integers (IntArrayArg holds kMaxIntArray).
+aclnnStatus check_int_array_size(const char* op, const char* name, const aclIntArray* a,
+                                 int64_t max_size);
 // A present tensor is addressable: dims >= 0, one stride per dim, element count, byte size and
 // byte extent (offset and strides included) within int64, data non-null when it has elements.
 aclnnStatus check_layout(const char* op, const char* name, const aclTensor* t);

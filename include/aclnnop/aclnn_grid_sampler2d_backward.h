@@ -38,6 +38,8 @@ extern "C" {
  * Returns ACLNN_SUCCESS (0), or the first broken rule, in this order:
  *   (161001 is ACLNN_ERR_PARAM_NULLPTR, 161002 ACLNN_ERR_PARAM_INVALID)
  *   161001: workspaceSize or executor is null.
+ *   161001: outputMask is null.
+ *   161002: outputMask does not have 2 flags.
  *   161001: gradOutput, input, grid not null; inputGrad not null when outputMask[0] is true;
  *     gridGrad not null when outputMask[1] is true [161001: gradOutput, input or grid is null,
  *     or an output whose outputMask flag is true is null.]

@@ -45,6 +45,8 @@ extern "C" {
  * Returns ACLNN_SUCCESS (0), or the first broken rule, in this order:
  *   (161001 is ACLNN_ERR_PARAM_NULLPTR, 161002 ACLNN_ERR_PARAM_INVALID)
  *   161001: workspaceSize or executor is null.
+ *   161001: outputMask is null.
+ *   161002: outputMask does not have 3 flags.
  *   161001: gradOut, input, mean, rstd not null; gradInput not null when outputMask[0] is true;
  *     gradGammaOut not null when outputMask[1] is true; gradBetaOut not null when outputMask[2]
  *     is true [161001 #1-#4: gradOut, input, mean or rstd is null, or an output whose

@@ -10,6 +10,7 @@ from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, N
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 
 MAX_DIMS = 8  # aclnn_cpu::kMaxDims
+MAX_INT_ARRAY = 64  # aclnn_cpu::kMaxIntArray
 
 
 def banner_source(ops_or_op) -> str:
@@ -30,9 +31,34 @@ def c_param_type(p: Param) -> str:
         "input": "const aclTensor*",
         "output": "aclTensor*",
         "int64": "int64_t",
+        "double": "double",
         "bool": "bool",
+        "scalar": "const aclScalar*",
+        "int_array": "const aclIntArray*",
         "bool_array": "const aclBoolArray*",
     }[p.kind]
+
+
+def kind_label(p: Param) -> str:
+    """The kind as the header and docs print it: `bool[2]` for a bool array of two flags."""
+    return f"bool[{p.size}]" if p.kind == "bool_array" else p.kind
+
+
+def handle_checks(op: Op) -> List[Tuple[int, str]]:
+    """(status, text) of the checks the validator makes, in its order, before the declared
+    rules: bool arrays (non-null, their size), then scalars and integer arrays (non-null unless
+    optional; integer arrays no longer than kMaxIntArray). Docs and header comments list them."""
+    checks: List[Tuple[int, str]] = []
+    for p in op.params:
+        if p.kind == "bool_array":
+            checks += [(161001, f"{p.name} is null."),
+                       (161002, f"{p.name} does not have {p.size} flags.")]
+    for p in op.params:
+        if p.is_handle and not p.optional:
+            checks.append((161001, f"{p.name} is null."))
+        if p.kind == "int_array":
+            checks.append((161002, f"{p.name} has more than {MAX_INT_ARRAY} integers."))
+    return checks
 
 
 def c_params(op: Op) -> List[str]:
@@ -191,6 +217,8 @@ IMPLICIT_RULES = (
     ("first", 161001, "every bool array param is non-null"),
     ("first", 161002, "every bool array has its declared size (its flags decide which outputs "
                       "are required)"),
+    ("first", 161001, "every scalar and integer array param is non-null, unless optional"),
+    ("first", 161002, "every integer array has at most 64 integers"),
     ("structure", 161002, "every present tensor is addressable: dims >= 0, element count, byte "
                           "size and byte extent within int64, data non-null when it has elements "
                           "(checked right after the leading not_null rules)"),

@@ -21,8 +21,14 @@ def field_decl(p: Param) -> str:
         return f"TensorView {p.name};"
     if p.kind == "int64":
         return f"int64_t {p.name} = 0;"
+    if p.kind == "double":
+        return f"double {p.name} = 0.0;"
     if p.kind == "bool":
         return f"bool {p.name} = false;"
+    if p.kind == "scalar":
+        return f"ScalarArg {p.name};"
+    if p.kind == "int_array":
+        return f"IntArrayArg {p.name};"
     return f"bool {p.name}[{p.size}] = {{}};"
 
 

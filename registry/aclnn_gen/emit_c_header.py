@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from .analysis import (PHASE2_PARAMS, banner, describe_rule, effective_dtypes, phase1_params,
-                       prototype)
+from .analysis import (PHASE2_PARAMS, banner, describe_rule, effective_dtypes, handle_checks,
+                       kind_label, phase1_params, prototype)
 from .model import Op
 from .naming import header_guard
 from .text import block_comment_safe, wrap
@@ -18,8 +18,7 @@ def _param_lines(op: Op) -> List[str]:
     dtypes = effective_dtypes(op)
     lines: List[str] = []
     for p in op.params:
-        label = {"input": "input", "output": "output", "int64": "int64", "bool": "bool",
-                 "bool_array": f"bool[{p.size}]"}[p.kind]
+        label = kind_label(p)
         notes = []
         if p.optional:
             notes.append("may be null")
@@ -52,6 +51,8 @@ def emit(op: Op) -> Tuple[str, str]:
             " *", " * Returns ACLNN_SUCCESS (0), or the first broken rule, in this order:"]
     doc += [" *   (161001 is ACLNN_ERR_PARAM_NULLPTR, 161002 ACLNN_ERR_PARAM_INVALID)"]
     doc += wrap("161001: workspaceSize or executor is null.", 96, " *   ", " *     ")
+    for status, text in handle_checks(op):
+        doc += wrap(f"{status}: {text}", 96, " *   ", " *     ")
     for rule in op.rules:
         text = describe_rule(op, rule)
         if rule.doc:

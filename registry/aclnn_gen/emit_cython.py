@@ -30,27 +30,39 @@ def _extern_param(p: Param) -> str:
         "input": f"const aclTensor* {p.name}",
         "output": f"aclTensor* {p.name}",
         "int64": f"int64_t {p.name}",
+        "double": f"double {p.name}",
         "bool": f"bint {p.name}",
+        "scalar": f"const aclScalar* {p.name}",
+        "int_array": f"const aclIntArray* {p.name}",
         "bool_array": f"const aclBoolArray* {p.name}",
     }[p.kind]
 
 
 def _scalar_checks(op: Op, params: List[Param], names: List[str], indent: str, typed: bool) -> List[str]:
-    """Lines converting the scalar parameters strictly (glue's int64_value / flag_value: a float
-    for an integer or a string for a bool is an error, not a truncation or a truth value): in
-    place as Python values (the functional form), or into typed locals c_<name> (phase 1)."""
+    """Lines converting the plain C parameters strictly (glue's int64_value / float_value /
+    flag_value: a float for an integer or a string for a bool is an error, not a truncation or a
+    truth value): in place as Python values (the functional form), or into typed locals c_<name>
+    (phase 1)."""
     out: List[str] = []
     for p, name in zip(params, names):
-        fn = {"int64": "int64_value", "bool": "flag_value"}.get(p.kind)
+        fn = {"int64": "int64_value", "double": "float_value", "bool": "flag_value"}.get(p.kind)
         if fn is None:
             continue
         call = f'{fn}({name}, "{op.c_name}: {name}")'
         if typed:
-            ctype = "int64_t" if p.kind == "int64" else "bint"
+            ctype = {"int64": "int64_t", "double": "double", "bool": "bint"}[p.kind]
             out.append(f"{indent}cdef {ctype} c_{name} = {call}")
         else:
             out.append(f"{indent}{name} = {call}")
     return out
+
+
+# Parameters passed as handles the glue builds from Python values: (class, builder).
+_HANDLE_ARGS = {
+    "scalar": ("ScalarArg", "scalar_arg"),
+    "int_array": ("IntArrayArg", "int_array_arg"),
+    "bool_array": ("BoolArrayArg", "bool_array_arg"),
+}
 
 
 def _join_wrapped(head: str, items: List[str], tail: str, indent: str, width: int = 100) -> List[str]:
@@ -196,8 +208,9 @@ def _two_phase(op: Op) -> List[str]:
             out.append(f'    cdef TensorArg a_{p.name} = tensor_arg({p.name}, "{op.c_name}: {p.name}", {is_out})')
             args.append(f"a_{p.name}.ptr")
             keep.append(f"a_{p.name}")
-        elif p.kind == "bool_array":
-            out.append(f'    cdef BoolArrayArg a_{p.name} = bool_array_arg({p.name}, "{op.c_name}: {p.name}")')
+        elif p.kind in _HANDLE_ARGS:
+            cls, fn = _HANDLE_ARGS[p.kind]
+            out.append(f'    cdef {cls} a_{p.name} = {fn}({p.name}, "{op.c_name}: {p.name}")')
             args.append(f"a_{p.name}.ptr")
             keep.append(f"a_{p.name}")
         else:
@@ -234,9 +247,10 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            "from math import prod", "",
            "from libc.stdint cimport int64_t, uint64_t", "",
            "from aclnn_cpu._glue cimport (",
-           "    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,",
-           "    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,",
-           "    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,",
+           "    BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,",
+           "    aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,",
+           "    dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,",
+           "    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,",
            "    unpack_out)", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     out += ["", "",
@@ -268,16 +282,20 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
 def _stub_type(p: Param, functional: bool) -> str:
     if p.is_tensor:
         return "Optional[Array]" if (p.optional or p.mask or not functional) else "Array"
-    return {"int64": "int", "bool": "bool", "bool_array": "Sequence[bool]"}[p.kind]
+    text = {"int64": "int", "double": "float", "bool": "bool", "scalar": "Scalar",
+            "int_array": "Sequence[int]", "bool_array": "Sequence[bool]"}[p.kind]
+    return f"Optional[{text}]" if p.optional else text
 
 
 def emit_pyi(ops: List[Op]) -> Tuple[str, str]:
     out = [f"# {banner('registry/*.yaml')}", '"""Type stubs of aclnn_cpu._ops (see docs/ops.md)."""',
-           "from typing import Any, Optional, Sequence, Tuple", "",
+           "from typing import Any, Optional, Sequence, Tuple, Union", "",
            "from aclnn_cpu._glue import Executor", "",
            "# A NumPy array (ml_dtypes.bfloat16 for bf16), a torch CPU tensor, or anything exporting the",
            "# buffer protocol, __array_interface__ or __dlpack__.",
-           "Array = Any", ""]
+           "Array = Any",
+           "# An aclScalar: a Python float (float64), int (int64) or bool, or a NumPy scalar (its dtype).",
+           "Scalar = Union[float, int, bool, Any]", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     for op in ops:
         outputs = op.outputs

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from .analysis import (IMPLICIT_RULES, PHASE2_PARAMS, banner, describe_rule, effective_dtypes,
-                       phase1_params, prototype)
+                       kind_label, phase1_params, prototype)
 from .emit_cython import py_literal
 from .model import Op
 
@@ -54,7 +54,7 @@ def _op_section(op: Op) -> List[str]:
             "| C name | Python | kind | " + " | ".join(op.products) + " | description |",
             "| --- | --- | --- | " + " | ".join("---" for _ in op.products) + " | --- |"]
     for p in op.params:
-        kind = p.kind if p.kind != "bool_array" else f"bool[{p.size}]"
+        kind = kind_label(p)
         notes = []
         if p.optional:
             notes.append("may be null")
@@ -117,7 +117,12 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            "`aclGetRecentErrMsg()`. In Python, integer parameters take integers only (NumPy's "
            "too: a float raises `TypeError` rather than being truncated), and bool parameters "
            "and the entries of a mask take `True`/`False` (NumPy's too) or 0/1 (anything else: "
-           "`TypeError`, for a mask 161002).", "",
+           "`TypeError`, for a mask 161002). Where an op has them: `double` parameters take any "
+           "real number (a bool or a string: `TypeError`); scalar (`aclScalar`) parameters take "
+           "a Python `float` (passed as float64), `int` (int64) or `bool`, or a NumPy scalar, "
+           "which keeps its dtype (`np.float16(0.5)` arrives as a float16 scalar; a string: "
+           "`TypeError`, a complex value or an array: 161002); integer arrays take a sequence of "
+           "integers (a float entry: 161002).", "",
            "| op | Python | products | summary |", "| --- | --- | --- | --- |"]
     for op in ops:
         anchor = op.c_name.lower()

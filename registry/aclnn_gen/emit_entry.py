@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from . import model
-from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, implicit_rank_tensors, phase1_params,
-                       prototype, structure_position)
+from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, c_param_type, implicit_rank_tensors,
+                       phase1_params, prototype, structure_position)
 from .exprs import cpp_string_literal as lit
 from .exprs import cpp_identifiers, display_expr, parse_template, template_to_cpp
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
@@ -37,7 +37,7 @@ def _active(p: Param) -> str:
 def _validator_param(p: Param) -> str:
     if p.is_tensor:
         return f"const aclTensor* {p.name}"
-    return {"int64": "int64_t", "bool": "bool", "bool_array": "const aclBoolArray*"}[p.kind] + f" {p.name}"
+    return f"{c_param_type(p)} {p.name}"
 
 
 def _dtype_set_fn(name: str) -> str:
@@ -258,6 +258,18 @@ def _validator(op: Op) -> List[str]:
                     f"{p.name}, {p.size})) {{",
                     "    return failed;  // kSuccess is 0: any other value is the recorded failure",
                     "  }"]
+    # Scalars and integer arrays: non-null unless optional, and integer arrays short enough for
+    # the kernels' fixed-size copy (IntArrayArg).
+    for p in op.params:
+        if p.is_handle and not p.optional:
+            out += [f"  if ({p.name} == nullptr) {{",
+                    f"    return reject(kParamNullptr, kOpName, {lit(f'{p.name} must not be null')});",
+                    "  }"]
+        if p.kind == "int_array":
+            out += [f"  if (const aclnnStatus failed = check_int_array_size(kOpName, {lit(p.name)}, "
+                    f"{p.name}, kMaxIntArray)) {{",
+                    "    return failed;",
+                    "  }"]
     position = structure_position(op)
     for i, rule in enumerate(op.rules):
         if i == position:
@@ -378,6 +390,10 @@ def emit(op: Op) -> Tuple[str, str]:
                 out.append(f"    args.{p.name} = make_view({var});")
         elif p.kind == "bool_array":
             out.append(f"    for (int64_t i = 0; i < {p.size}; ++i) args.{p.name}[i] = mask({p.name}, i);")
+        elif p.kind == "scalar":
+            out.append(f"    args.{p.name} = make_scalar_arg({p.name});")
+        elif p.kind == "int_array":
+            out.append(f"    args.{p.name} = make_int_array_arg({p.name});")
         else:
             out.append(f"    args.{p.name} = {p.name};")
     out += ["    ex->isa = active_isa();", "    ex->op_name = kOpName;",

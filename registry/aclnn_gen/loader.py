@@ -43,10 +43,12 @@ RESERVED_C_NAMES = frozenset({
     "workspaceSize", "executor", "workspace", "stream", "kOpName", "status", "workspace_size",
     "ex", "args", "expected", "failed", "planned", "i", "validate", "make_view", "reject",
     "fail", "failure_count", "register_executor", "run_executor", "active_isa",
+    "make_scalar_arg", "make_int_array_arg",
 } | (set(model.CPP_HELPERS) - {"dim"}))
 # `out` is the functional API's keyword: only the single output of an op may be called so.
 RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_output", "shape_of",
-                               "unpack_out", "run_functional"})
+                               "unpack_out", "run_functional", "int64_value", "float_value",
+                               "flag_value"})
 # Names Python allocation expressions may use besides the op's own Python names.
 # (prod is math.prod, imported by the generated _ops.pyx.)
 ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "prod", "len", "tuple", "int", "max",
@@ -352,11 +354,12 @@ class _OpReader:
                     raise self.err(keys[key][0], f"'{key}' is not allowed on {what} of kind "
                                                  f"'{kind}' ({hint})")
 
-            only("optional", ["input"], "only inputs may be optional")
+            only("optional", list(model.OPTIONAL_KINDS),
+                 "only inputs, scalars and integer arrays may be optional")
             only("mask", ["output"], "only outputs have a mask")
             only("alloc", ["output"], "only outputs are allocated")
             only("size", ["bool_array"], "only bool arrays have a size")
-            only("default", ["input", "int64", "bool", "bool_array"],
+            only("default", [k for k in model.PARAM_KINDS if k != "output"],
                  "outputs are passed through out=")
             optional = f.scalar(keys["optional"][1], f"'optional' of {what}", bool) if "optional" in keys else False
             size = 0
@@ -380,7 +383,8 @@ class _OpReader:
             has_default = "default" in keys
             default = self._py_default(keys["default"][1], f"'default' of {what}") if has_default else None
             if has_default:
-                self._check_default_type(kind, default, size, keys["default"][1], f"'default' of {what}")
+                self._check_default_type(kind, default, size, keys["default"][1], f"'default' of {what}",
+                                         optional)
             raw.append((keys, item))
             param = Param(name=name, kind=kind, py_name=py, line=name_node.start_mark.line + 1,
                           doc=doc.strip(), optional=optional, mask=None, has_default=has_default,
@@ -451,16 +455,31 @@ class _OpReader:
 
         return convert(value)
 
-    def _check_default_type(self, kind: str, default: Any, size: int, node: Node, what: str) -> None:
+    def _check_default_type(self, kind: str, default: Any, size: int, node: Node, what: str,
+                            optional: bool) -> None:
+        def integer(v: Any) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        def number(v: Any) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        # An optional scalar or integer array may default to None (null); a required one may not.
+        absent_ok = optional and default is None
         ok = {
             "input": default is None,
-            "int64": isinstance(default, int) and not isinstance(default, bool),
+            "int64": integer(default),
+            "double": number(default),
             "bool": isinstance(default, bool),
+            "scalar": absent_ok or number(default) or isinstance(default, bool),
+            "int_array": absent_ok or (isinstance(default, tuple) and all(integer(x) for x in default)),
             "bool_array": (isinstance(default, tuple) and len(default) == size
                            and all(isinstance(x, bool) for x in default)),
         }[kind]
         if not ok:
-            expect = {"input": "null", "int64": "an integer", "bool": "a boolean",
+            maybe_null = " or null (it is optional)" if optional else ""
+            expect = {"input": "null", "int64": "an integer", "double": "a number",
+                      "bool": "a boolean", "scalar": f"a number or a boolean{maybe_null}",
+                      "int_array": f"a list of integers{maybe_null}",
                       "bool_array": f"a list of {size} booleans"}[kind]
             raise self.err(node, f"{what} must be {expect}, got {_describe(default)}")
 
@@ -647,8 +666,11 @@ class _OpReader:
             if kind == "value_in":
                 if param.kind != "int64":
                     raise self.err(item, f"{what} applies to int64 params; '{name}' is of kind '{param.kind}'")
+            elif kind == "dtype_in" and param.kind == "scalar":
+                pass  # a scalar keeps the dtype it was created with
             elif not param.is_tensor:
-                raise self.err(item, f"{what} applies to tensors; '{name}' is of kind '{param.kind}'")
+                takes = "tensors and scalars" if kind == "dtype_in" else "tensors"
+                raise self.err(item, f"{what} applies to {takes}; '{name}' is of kind '{param.kind}'")
             if kind == "not_null" and param.optional:
                 raise self.err(item, f"'{name}' is optional and cannot be in a not_null rule")
             names.append(name)
@@ -816,7 +838,7 @@ class _OpReader:
                                              f"{', '.join(p.name for p in self.params if not p.is_tensor)})")
                 value = self._py_default(value_node, f"example attribute '{name}'")
                 self._check_default_type(param.kind, value, param.size, value_node,
-                                         f"example attribute '{name}'")
+                                         f"example attribute '{name}'", param.optional)
                 attributes[name] = value
         for p in self.params:
             if not p.is_tensor and not p.has_default and p.name not in attributes:

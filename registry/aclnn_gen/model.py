@@ -37,8 +37,13 @@ DTYPES = {
     "complex128": "DType::Complex128",
 }
 
-PARAM_KINDS = ("input", "output", "int64", "bool", "bool_array")
+PARAM_KINDS = ("input", "output", "int64", "double", "bool", "scalar", "int_array", "bool_array")
 TENSOR_KINDS = ("input", "output")
+# Kinds passed by pointer besides tensors: null-checked by the generated validator (161001)
+# unless the param is optional.
+HANDLE_KINDS = ("scalar", "int_array")
+# Kinds that may be optional (null / None).
+OPTIONAL_KINDS = ("input",) + HANDLE_KINDS
 
 STATUS_CODES = {"nullptr": 161001, "invalid": 161002}
 STATUS_CONSTANTS = {"nullptr": "kParamNullptr", "invalid": "kParamInvalid"}
@@ -46,7 +51,7 @@ STATUS_CONSTANTS = {"nullptr": "kParamNullptr", "invalid": "kParamInvalid"}
 # Helpers of include/aclnn_cpu/validate.h that C++ rule expressions may call.
 CPP_HELPERS = (
     "rank", "numel", "dim", "dtype", "shape", "present", "mask", "product", "to_string",
-    "checked_mul", "broadcasts_to",
+    "checked_mul", "broadcasts_to", "scalar_value", "int_values", "dims_in_range", "dims_unique",
 )
 
 # ---- params -------------------------------------------------------------------------------------
@@ -79,7 +84,7 @@ class Param:
     py_name: str                   # Python name (snake_case of name unless `py:` overrides)
     line: int
     doc: str = ""
-    optional: bool = False         # input may be null / None (GroupNorm gamma)
+    optional: bool = False         # input, scalar or int_array may be null / None (GroupNorm gamma)
     mask: Optional[MaskRef] = None  # outputs only
     has_default: bool = False
     default: PyDefault = None      # Python default of the functional API
@@ -89,6 +94,11 @@ class Param:
     @property
     def is_tensor(self) -> bool:
         return self.kind in TENSOR_KINDS
+
+    @property
+    def is_handle(self) -> bool:
+        """A scalar or integer array: passed by pointer, null-checked unless optional."""
+        return self.kind in HANDLE_KINDS
 
     @property
     def may_be_absent(self) -> bool:

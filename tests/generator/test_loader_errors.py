@@ -51,7 +51,7 @@ DTYPES = ("float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8
           "uint64, bool, complex64, complex128")
 PARAMS = "gradOutput, self, flags, gradInput"
 HELPERS = ("rank, numel, dim, dtype, shape, present, mask, product, to_string, checked_mul, "
-           "broadcasts_to")
+           "broadcasts_to, scalar_value, int_values, dims_in_range, dims_unique")
 
 
 def edit(old: str, new: str, text: str = BASE) -> str:
@@ -182,7 +182,7 @@ def test_unknown_param_kind(tmp_path):
     text = edit("    kind: bool_array\n", "    kind: bools\n")
     assert load_error(tmp_path, text) == (
         f"{FILE}:17: unknown param kind 'bools' in param 'flags' "
-        f"(expected one of: input, output, int64, bool, bool_array)")
+        f"(expected one of: input, output, int64, double, bool, scalar, int_array, bool_array)")
 
 
 def test_duplicate_param(tmp_path):
@@ -219,7 +219,7 @@ def test_optional_output(tmp_path):
     text = edit("    mask: [flags, 0]\n", "    mask: [flags, 0]\n    optional: true\n")
     assert load_error(tmp_path, text) == (
         f"{FILE}:22: 'optional' is not allowed on param 'gradInput' of kind 'output' "
-        f"(only inputs may be optional)")
+        f"(only inputs, scalars and integer arrays may be optional)")
 
 
 def test_required_tensor_without_not_null(tmp_path):
@@ -422,3 +422,90 @@ def test_load_op_reads_one_file(tmp_path):
     op = load_op(path, "registry/mini_backward.yaml")
     assert op.path == "registry/mini_backward.yaml"
     assert [r.kind for r in op.rules] == ["not_null", "dtype_in"]
+
+
+# ---- scalars, doubles and integer arrays ----------------------------------------------------------
+
+HANDLES = "  - name: flags\n"
+
+
+def with_param(lines: str) -> str:
+    """BASE with the given param lines inserted before `flags` (line 16 onwards)."""
+    return edit(HANDLES, lines + HANDLES)
+
+
+def test_scalar_double_int_array_load(tmp_path):
+    text = with_param("  - {name: alpha, kind: scalar, doc: a weight}\n"
+                      "  - {name: beta, kind: scalar, optional: true}\n"
+                      "  - {name: eps, kind: double}\n"
+                      "  - {name: dims, kind: int_array, optional: true}\n")
+    text += ('  - kind: dtype_in\n    params: [alpha, beta]\n    set: float\n'
+             '  - kind: check\n    check: "scalar_value(alpha) > eps && int_values(dims).size() < 3"\n'
+             '    when: "present(dims)"\n    message: "alpha {scalar_value(alpha)}, dims {int_values(dims)}"\n')
+    path = tmp_path / "registry"
+    path.mkdir()
+    (path / "mini_backward.yaml").write_text(text)
+    op = load_registry(tmp_path)[0]
+    kinds = {p.name: (p.kind, p.optional, p.is_handle) for p in op.attributes}
+    assert kinds == {"alpha": ("scalar", False, True), "beta": ("scalar", True, True),
+                     "eps": ("double", False, False), "dims": ("int_array", True, True),
+                     "flags": ("bool_array", False, False)}
+
+
+def test_optional_double(tmp_path):
+    text = with_param("  - {name: eps, kind: double, optional: true}\n")
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:16: 'optional' is not allowed on param 'eps' of kind 'double' "
+        f"(only inputs, scalars and integer arrays may be optional)")
+
+
+@pytest.mark.parametrize("param, expect", [
+    ("{name: eps, kind: double, default: true}", "'default' of param 'eps' must be a number, got true"),
+    ("{name: eps, kind: double, default: 'x'}", "'default' of param 'eps' must be a YAML value or a "
+                                                "Python literal, got 'x'"),
+    ("{name: alpha, kind: scalar, default: null}",
+     "'default' of param 'alpha' must be a number or a boolean, got null"),
+    ("{name: alpha, kind: scalar, optional: true, default: [1]}",
+     "'default' of param 'alpha' must be a number or a boolean or null (it is optional), got [1]"),
+    ("{name: dims, kind: int_array, default: [1, 2.5]}",
+     "'default' of param 'dims' must be a list of integers, got [1, 2.5]"),
+    ("{name: dims, kind: int_array, default: null}",
+     "'default' of param 'dims' must be a list of integers, got null"),
+])
+def test_default_of_new_kinds(tmp_path, param, expect):
+    text = with_param(f"  - {param}\n")
+    assert load_error(tmp_path, text) == f"{FILE}:16: {expect}"
+
+
+def test_dtype_in_takes_scalars_not_int_arrays(tmp_path):
+    text = with_param("  - {name: dims, kind: int_array}\n")
+    text += "  - kind: dtype_in\n    params: [dims]\n    set: float\n"
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:{text.count(chr(10)) - 1}: rule 3 (dtype_in) applies to tensors and scalars; "
+        f"'dims' is of kind 'int_array'")
+
+
+def test_not_null_does_not_take_scalars(tmp_path):
+    text = with_param("  - {name: alpha, kind: scalar}\n")
+    text = edit("    params: [gradOutput, self, gradInput]\n",
+                "    params: [gradOutput, self, gradInput, alpha]\n", text)
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:26: rule 1 (not_null) applies to tensors; 'alpha' is of kind 'scalar'")
+
+
+def test_value_in_does_not_take_doubles(tmp_path):
+    text = with_param("  - {name: eps, kind: double}\n")
+    text += "  - kind: value_in\n    params: [eps]\n    values: [0, 1]\n"
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:{text.count(chr(10)) - 1}: rule 3 (value_in) applies to int64 params; "
+        f"'eps' is of kind 'double'")
+
+
+def test_example_scalar_attribute_type(tmp_path):
+    text = with_param("  - {name: alpha, kind: scalar}\n")
+    text += ("example:\n  dtype: float32\n  inputs:\n"
+             "    gradOutput: {shape: [1], data: [1]}\n    self: {shape: [1], data: [1]}\n"
+             "  attributes: {alpha: 'abc', flags: [true, true]}\n")
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:{text.count(chr(10))}: example attribute 'alpha' must be a YAML value or a Python "
+        f"literal, got 'abc'")

@@ -109,6 +109,76 @@ int main() {
   EXPECT(!overlaps(&first, &empty) && !overlaps(nullptr, &first));
   EXPECT(check_no_overlap("op", "out", &first, "in", &straddle) == kParamInvalid);
 
+  // scalars: every dtype a scalar may hold reads back as the double of its value
+  {
+    const float f32 = 0.1f;
+    const double f64 = -2.5e300;
+    const uint16_t f16 = 0x3555, bf16 = 0x3DCD;  // 0.333251953125 and 0.10009765625
+    const int8_t i8 = -128;
+    const int16_t i16 = -32768;
+    const int32_t i32 = -2147483647;
+    const int64_t i64 = -(int64_t(1) << 53);
+    const uint8_t u8 = 255, yes = 2;  // any nonzero byte reads as true
+    const uint16_t u16 = 65535;
+    const uint32_t u32 = 4294967295u;
+    const uint64_t u64 = uint64_t(1) << 63;
+    const struct {
+      const void* value;
+      aclDataType type;
+      double expect;
+    } cases[] = {
+        {&f32, ACL_FLOAT, double(0.1f)}, {&f64, ACL_DOUBLE, -2.5e300},
+        {&f16, ACL_FLOAT16, 0.333251953125}, {&bf16, ACL_BF16, 0.10009765625},
+        {&i8, ACL_INT8, -128}, {&i16, ACL_INT16, -32768}, {&i32, ACL_INT32, -2147483647.0},
+        {&i64, ACL_INT64, -9007199254740992.0}, {&u8, ACL_UINT8, 255}, {&u16, ACL_UINT16, 65535},
+        {&u32, ACL_UINT32, 4294967295.0}, {&u64, ACL_UINT64, 9223372036854775808.0},
+        {&yes, ACL_BOOL, 1.0},
+    };
+    for (const auto& c : cases) {
+      aclScalar* s = aclCreateScalar(const_cast<void*>(c.value), c.type);
+      EXPECT(s != nullptr);
+      if (s == nullptr) continue;
+      EXPECT(scalar_value(s) == c.expect);
+      EXPECT(static_cast<int>(dtype(s)) == static_cast<int>(c.type));
+      const ScalarArg arg = make_scalar_arg(s);
+      EXPECT(arg.present && arg.value == c.expect && arg.dtype == dtype(s));
+      aclDestroyScalar(s);
+    }
+    EXPECT(aclCreateScalar(nullptr, ACL_FLOAT) == nullptr);
+    EXPECT(aclCreateScalar(const_cast<float*>(&f32), ACL_COMPLEX64) == nullptr);
+    EXPECT(aclCreateScalar(const_cast<float*>(&f32), ACL_STRING) == nullptr);
+    EXPECT(!make_scalar_arg(nullptr).present);
+    EXPECT(aclDestroyScalar(nullptr) == 0);
+  }
+  // integer arrays and the dim-list helpers
+  {
+    const int64_t values[] = {3, -1, 0};
+    aclIntArray* arr = aclCreateIntArray(values, 3);
+    EXPECT(arr != nullptr && int_values(arr) == (Shape{3, -1, 0}));
+    uint64_t n = 0;
+    EXPECT(aclGetIntArraySize(arr, &n) == 0 && n == 3);
+    EXPECT(aclGetIntArraySize(nullptr, &n) == kParamNullptr);
+    EXPECT(aclGetIntArraySize(arr, nullptr) == kParamNullptr);
+    const IntArrayArg arg = make_int_array_arg(arr);
+    EXPECT(arg.present && arg.size == 3 && arg.values[0] == 3 && arg.values[1] == -1);
+    EXPECT(check_int_array_size("op", "dims", arr, 3) == kSuccess);
+    EXPECT(check_int_array_size("op", "dims", arr, 2) == kParamInvalid);
+    EXPECT(check_int_array_size("op", "dims", nullptr, 0) == kSuccess);
+    aclDestroyIntArray(arr);
+    EXPECT(aclCreateIntArray(nullptr, 2) == nullptr);
+    aclIntArray* none = aclCreateIntArray(nullptr, 0);
+    EXPECT(none != nullptr && int_values(none).empty());
+    aclDestroyIntArray(none);
+    std::vector<int64_t> long_list(kMaxIntArray + 1, 0);
+    aclIntArray* too_long = aclCreateIntArray(long_list.data(), long_list.size());
+    EXPECT(!make_int_array_arg(too_long).present);
+    aclDestroyIntArray(too_long);
+    EXPECT(dims_in_range({0, -4, 3}, 4) && !dims_in_range({4}, 4) && !dims_in_range({-5}, 4));
+    EXPECT(dims_in_range({0, -1}, 0) && !dims_in_range({1}, 0));  // a 0-d tensor: dim 0 or -1
+    EXPECT(dims_unique({0, 1, -1}, 3) && !dims_unique({1, -2}, 3) && !dims_unique({0, 0}, 1));
+    EXPECT(dims_unique({}, 2) && dims_unique({7, 7}, 2));  // out of range: not compared
+  }
+
   std::printf(failures ? "%d failures\n" : "all passed\n", failures);
   return failures ? 1 : 0;
 }

@@ -8,9 +8,10 @@ from math import prod
 from libc.stdint cimport int64_t, uint64_t
 
 from aclnn_cpu._glue cimport (
-    BoolArrayArg, Executor, TensorArg, aclBoolArray, aclnnStatus, aclOpExecutor, aclrtStream,
-    aclTensor, as_input, bool_array_arg, dtype_of, flag_value, int64_value, new_executor,
-    new_output, raise_for_status, run_functional, run_two_phase, shape_of, tensor_arg,
+    BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,
+    aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
+    dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
+    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,
     unpack_out)
 
 __all__ = ['toy_blend_backward', 'aclnnToyBlendBackwardGetWorkspaceSize', 'aclnnToyBlendBackward']
@@ -36,24 +37,30 @@ cdef object _new_output(object shape, object dtype, object like=None):
 
 cdef extern from "aclnnop/aclnn_toy_blend_backward.h" nogil:
     aclnnStatus c_aclnnToyBlendBackwardGetWorkspaceSize "aclnnToyBlendBackwardGetWorkspaceSize"(
-        const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale, int64_t axis,
-        int64_t mode, bint keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf,
-        aclTensor* gradScale, uint64_t* workspaceSize, aclOpExecutor** executor)
+        const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale,
+        const aclScalar* alpha, const aclScalar* beta, double eps, const aclIntArray* dims,
+        int64_t axis, int64_t mode, bint keepDims, const aclBoolArray* outputMask,
+        aclTensor* gradSelf, aclTensor* gradScale, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
     aclnnStatus c_aclnnToyBlendBackward "aclnnToyBlendBackward"(
         void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
 
 
-def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, axis, mode, keepDims, outputMask,
-                                          gradSelf, gradScale):
+def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, alpha, beta, eps, dims, axis, mode,
+                                          keepDims, outputMask, gradSelf, gradScale):
     """Phase 1 of aclnnToyBlendBackward: validates and plans. A made-up op that exercises every
     registry feature. Returns (workspace_size, executor); raises an AclnnError subclass carrying
     the status on a broken rule."""
+    cdef double c_eps = float_value(eps, "aclnnToyBlendBackward: eps")
     cdef int64_t c_axis = int64_value(axis, "aclnnToyBlendBackward: axis")
     cdef int64_t c_mode = int64_value(mode, "aclnnToyBlendBackward: mode")
     cdef bint c_keepDims = flag_value(keepDims, "aclnnToyBlendBackward: keepDims")
     cdef TensorArg a_gradOut = tensor_arg(gradOut, "aclnnToyBlendBackward: gradOut", False)
     cdef TensorArg a_self = tensor_arg(self, "aclnnToyBlendBackward: self", False)
     cdef TensorArg a_scale = tensor_arg(scale, "aclnnToyBlendBackward: scale", False)
+    cdef ScalarArg a_alpha = scalar_arg(alpha, "aclnnToyBlendBackward: alpha")
+    cdef ScalarArg a_beta = scalar_arg(beta, "aclnnToyBlendBackward: beta")
+    cdef IntArrayArg a_dims = int_array_arg(dims, "aclnnToyBlendBackward: dims")
     cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnToyBlendBackward: outputMask")
     cdef TensorArg a_gradSelf = tensor_arg(gradSelf, "aclnnToyBlendBackward: gradSelf", True)
     cdef TensorArg a_gradScale = tensor_arg(gradScale, "aclnnToyBlendBackward: gradScale", True)
@@ -62,6 +69,7 @@ def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, axis, mode, keep
     cdef aclnnStatus status
     with nogil:
         status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
+                                                         a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
                                                          c_axis, c_mode, c_keepDims,
                                                          a_outputMask.ptr, a_gradSelf.ptr,
                                                          a_gradScale.ptr, &workspace_size,
@@ -69,7 +77,7 @@ def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, axis, mode, keep
     raise_for_status(status)
     return workspace_size, new_executor(executor, workspace_size, "aclnnToyBlendBackward",
                                         c_aclnnToyBlendBackward,
-                                        (a_gradOut, a_self, a_scale, a_outputMask, a_gradSelf, a_gradScale))
+                                        (a_gradOut, a_self, a_scale, a_alpha, a_beta, a_dims, a_outputMask, a_gradSelf, a_gradScale))
 
 
 def aclnnToyBlendBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
@@ -78,8 +86,9 @@ def aclnnToyBlendBackward(workspace, uint64_t workspaceSize, Executor executor, 
     return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnToyBlendBackward")
 
 
-def toy_blend_backward(grad_out, self, scale, axis=1, mode=0, keep_dims=False,
-                       output_mask=(True, True), *, out=None, out_dtype=None):
+def toy_blend_backward(grad_out, self, scale, alpha=1.0, beta=None, eps=1e-05, dims=None, axis=1,
+                       mode=0, keep_dims=False, output_mask=(True, True), *, out=None,
+                       out_dtype=None):
     """A made-up op that exercises every registry feature.
 
     Functional form of aclnnToyBlendBackward: allocates the outputs not given in ``out``.
@@ -88,6 +97,10 @@ def toy_blend_backward(grad_out, self, scale, axis=1, mode=0, keep_dims=False,
         grad_out: Incoming gradient; broadcasts to self.
         self: Forward input, [N, C].
         scale: Per-channel scale or null. May be None.
+        alpha: Blend weight.
+        beta: Optional offset. May be None.
+        eps: Added to the denominator.
+        dims: Dims to reduce over, or null for all. May be None.
         axis: Axis the blend ran over.
         mode: 0 linear, 1 cubic.
         keep_dims: Keep reduced dims.
@@ -102,6 +115,7 @@ def toy_blend_backward(grad_out, self, scale, axis=1, mode=0, keep_dims=False,
             dense (channels-last, transposed), else C-contiguous.
         grad_scale: Gradient of scale.
     """
+    eps = float_value(eps, "aclnnToyBlendBackward: eps")
     axis = int64_value(axis, "aclnnToyBlendBackward: axis")
     mode = int64_value(mode, "aclnnToyBlendBackward: mode")
     keep_dims = flag_value(keep_dims, "aclnnToyBlendBackward: keep_dims")
@@ -115,9 +129,9 @@ def toy_blend_backward(grad_out, self, scale, axis=1, mode=0, keep_dims=False,
         grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
     if grad_scale is None and _mask_on(output_mask, 1, 2) and self is not None and grad_out is not None:
         grad_scale = _new_output((shape_of(self)[1],), dtype_of(grad_out))
-    _, executor = aclnnToyBlendBackwardGetWorkspaceSize(grad_out, self, scale, axis, mode,
-                                                        keep_dims, output_mask, grad_self,
-                                                        grad_scale)
+    _, executor = aclnnToyBlendBackwardGetWorkspaceSize(grad_out, self, scale, alpha, beta, eps,
+                                                        dims, axis, mode, keep_dims, output_mask,
+                                                        grad_self, grad_scale)
     run_functional(executor)
     return (grad_self if _mask_on(output_mask, 0, 2) else None,
             grad_scale if _mask_on(output_mask, 1, 2) else None)

@@ -20,6 +20,10 @@ extern "C" {
  *       float32, float16, bfloat16.
  *   scale (input): Per-channel scale or null. (may be null) dtypes: atlas_training float32,
  *       float16; atlas_a2 float32, float16, bfloat16.
+ *   alpha (scalar): Blend weight.
+ *   beta (scalar): Optional offset. (may be null)
+ *   eps (double): Added to the denominator.
+ *   dims (int_array): Dims to reduce over, or null for all. (may be null)
  *   axis (int64): Axis the blend ran over.
  *   mode (int64): 0 linear, 1 cubic.
  *   keepDims (bool): Keep reduced dims.
@@ -34,11 +38,16 @@ extern "C" {
  * Returns ACLNN_SUCCESS (0), or the first broken rule, in this order:
  *   (161001 is ACLNN_ERR_PARAM_NULLPTR, 161002 ACLNN_ERR_PARAM_INVALID)
  *   161001: workspaceSize or executor is null.
+ *   161001: outputMask is null.
+ *   161002: outputMask does not have 2 flags.
+ *   161001: alpha is null.
+ *   161002: dims has more than 64 integers.
  *   161001: gradOut, self not null; gradSelf not null when outputMask[0] is true; gradScale not
  *     null when outputMask[1] is true [161001 #1]
  *   161002: rank <= 8: gradOut, scale (skipped for absent scale)
  *   161002: rank == 2: self
  *   161002: dtype in set 'float' of the current product: gradOut, self
+ *   161002: dtype in set 'real' of the current product: alpha, beta (skipped for absent beta)
  *   161002: gradOut, scale, gradSelf, gradScale have the dtype of self (skipped for absent
  *     scale, gradSelf, gradScale)
  *   161002: gradSelf has the shape of self (skipped for absent gradSelf)
@@ -48,6 +57,9 @@ extern "C" {
  *   161002: self[1] == self[-1]
  *   161002: mode in {0, 1}
  *   161002: axis >= -rank(self) && axis < rank(self) [Axis in range.]
+ *   161002: scalar_value(alpha) > 0 && eps >= 0
+ *   161002: int_values(dims).size() <= static_cast<uint64_t>(rank(self)) — only when
+ *     present(dims)
  *   161002: mode == 0 — only when keepDims
  *   161002: the checks every op shares (layout within int64, at most 8 dims, outputs writable
  *     and overlapping nothing; see docs/ops.md).
@@ -55,9 +67,10 @@ extern "C" {
  * The message of a failure is available from aclGetRecentErrMsg().
  */
 ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
-    const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale, int64_t axis,
-    int64_t mode, bool keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf,
-    aclTensor* gradScale, uint64_t* workspaceSize, aclOpExecutor** executor);
+    const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale, const aclScalar* alpha,
+    const aclScalar* beta, double eps, const aclIntArray* dims, int64_t axis, int64_t mode,
+    bool keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf, aclTensor* gradScale,
+    uint64_t* workspaceSize, aclOpExecutor** executor);
 
 /*
  * Phase 2 of aclnnToyBlendBackward: runs the executor of phase 1 with a workspace of at least

@@ -53,6 +53,17 @@ DTypeList dtypes_float() {
   }
 }
 
+// dtype set 'real' (registry/toy_blend_backward.yaml:17) on the current product line.
+DTypeList dtypes_real() {
+  static const DType atlas_training[] = {DType::Float32, DType::Float64, DType::Int64};
+  static const DType atlas_a2[] = {DType::Float32, DType::Float64, DType::Int64};
+  switch (current_product()) {
+    case Product::AtlasTraining: return {atlas_training, 3};
+    case Product::AtlasA2: return {atlas_a2, 3};
+    default: return {};  // a product line the document does not list
+  }
+}
+
 // The kernel copies per ISA level (a level the build left out stays empty).
 const KernelSet<ToyBlendBackwardArgs> kKernels = {
     {isa_baseline::toy_blend_backward_workspace, isa_baseline::toy_blend_backward},
@@ -73,15 +84,23 @@ using ToyBlendBackwardExecutor = KernelExecutor<ToyBlendBackwardArgs>;
 // The rules of registry/toy_blend_backward.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
 aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale,
-                     int64_t axis, int64_t mode, bool keepDims, const aclBoolArray* outputMask,
-                     const aclTensor* gradSelf, const aclTensor* gradScale) {
+                     const aclScalar* alpha, const aclScalar* beta, double eps,
+                     const aclIntArray* dims, int64_t axis, int64_t mode, bool keepDims,
+                     const aclBoolArray* outputMask, const aclTensor* gradSelf,
+                     const aclTensor* gradScale) {
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
   }
   if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) {
     return failed;  // kSuccess is 0: any other value is the recorded failure
   }
-  // Rule 1 (not_null, registry/toy_blend_backward.yaml:41): 161001 #1
+  if (alpha == nullptr) {
+    return reject(kParamNullptr, kOpName, "alpha must not be null");
+  }
+  if (const aclnnStatus failed = check_int_array_size(kOpName, "dims", dims, kMaxIntArray)) {
+    return failed;
+  }
+  // Rule 1 (not_null, registry/toy_blend_backward.yaml:48): 161001 #1
   if (!present(gradOut)) {
     return reject(kParamNullptr, kOpName, "gradOut must not be null");
   }
@@ -101,7 +120,7 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
   if (const aclnnStatus failed = check_layout(kOpName, "scale", scale)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gradSelf", gradSelf)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gradScale", gradScale)) return failed;
-  // Rule 2 (max_rank, registry/toy_blend_backward.yaml:44)
+  // Rule 2 (max_rank, registry/toy_blend_backward.yaml:51)
   if (rank(gradOut) > 8) {
     return reject(kParamInvalid, kOpName,
                   "gradOut has rank " + to_string(rank(gradOut)) + ", more than the supported 8");
@@ -110,11 +129,11 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
     return reject(kParamInvalid, kOpName,
                   "scale has rank " + to_string(rank(scale)) + ", more than the supported 8");
   }
-  // Rule 3 (rank, registry/toy_blend_backward.yaml:47)
+  // Rule 3 (rank, registry/toy_blend_backward.yaml:54)
   if (rank(self) != 2) {
     return reject(kParamInvalid, kOpName, "self must have rank 2, got " + to_string(rank(self)));
   }
-  // Rule 4 (dtype_in, registry/toy_blend_backward.yaml:50)
+  // Rule 4 (dtype_in, registry/toy_blend_backward.yaml:57)
   if (!dtypes_float().contains(dtype(gradOut))) {
     return reject(kParamInvalid, kOpName,
                   "gradOut has dtype " + to_string(dtype(gradOut)) + ", not supported on " +
@@ -125,7 +144,18 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                   "self has dtype " + to_string(dtype(self)) + ", not supported on " +
                   to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
-  // Rule 5 (same_dtype, registry/toy_blend_backward.yaml:53)
+  // Rule 5 (dtype_in, registry/toy_blend_backward.yaml:60)
+  if (!dtypes_real().contains(dtype(alpha))) {
+    return reject(kParamInvalid, kOpName,
+                  "alpha has dtype " + to_string(dtype(alpha)) + ", not supported on " +
+                  to_string(product()) + " (supported: " + dtypes_real().names() + ")");
+  }
+  if (present(beta) && !dtypes_real().contains(dtype(beta))) {
+    return reject(kParamInvalid, kOpName,
+                  "beta has dtype " + to_string(dtype(beta)) + ", not supported on " +
+                  to_string(product()) + " (supported: " + dtypes_real().names() + ")");
+  }
+  // Rule 6 (same_dtype, registry/toy_blend_backward.yaml:63)
   if (dtype(gradOut) != dtype(self)) {
     return reject(kParamInvalid, kOpName,
                   "gradOut has dtype " + to_string(dtype(gradOut)) + ", expected " +
@@ -146,13 +176,13 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                   "gradScale has dtype " + to_string(dtype(gradScale)) + ", expected " +
                   to_string(dtype(self)) + " (the dtype of self)");
   }
-  // Rule 6 (same_shape, registry/toy_blend_backward.yaml:55)
+  // Rule 7 (same_shape, registry/toy_blend_backward.yaml:65)
   if (present(gradSelf) && shape(gradSelf) != shape(self)) {
     return reject(kParamInvalid, kOpName,
                   "gradSelf has shape " + to_string(shape(gradSelf)) + ", expected " +
                   to_string(shape(self)) + " (the shape of self)");
   }
-  // Rule 7 (shape_equals, registry/toy_blend_backward.yaml:57)
+  // Rule 8 (shape_equals, registry/toy_blend_backward.yaml:67)
   if (present(gradScale)) {
     const Shape expected = Shape{dim(self, 1)};
     if (shape(gradScale) != expected) {
@@ -161,7 +191,7 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                     to_string(expected));
     }
   }
-  // Rule 8 (numel_equals, registry/toy_blend_backward.yaml:60)
+  // Rule 9 (numel_equals, registry/toy_blend_backward.yaml:70)
   if (present(scale)) {
     const int64_t expected = checked_mul({dim(self, 1), 1});
     if (numel(scale) != expected) {
@@ -170,30 +200,45 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                     count_to_string(expected) + " (dim(self, 1) * 1)");
     }
   }
-  // Rule 9 (broadcasts_to, registry/toy_blend_backward.yaml:63)
+  // Rule 10 (broadcasts_to, registry/toy_blend_backward.yaml:73)
   if (!broadcasts_to(shape(gradOut), shape(self))) {
     return reject(kParamInvalid, kOpName,
                   "gradOut of shape " + to_string(shape(gradOut)) + " does not broadcast to " +
                   to_string(shape(self)) + ", the shape of self");
   }
-  // Rule 10 (dim_equals, registry/toy_blend_backward.yaml:66)
+  // Rule 11 (dim_equals, registry/toy_blend_backward.yaml:76)
   if (dim(self, -1) != dim(self, 1)) {
     return reject(kParamInvalid, kOpName,
                   "dim -1 of self is " + to_string(dim(self, -1)) + ", expected " +
                   to_string(dim(self, 1)) + " (dim 1 of self)");
   }
-  // Rule 11 (value_in, registry/toy_blend_backward.yaml:68)
+  // Rule 12 (value_in, registry/toy_blend_backward.yaml:78)
   if (mode != 0 && mode != 1) {
     return reject(kParamInvalid, kOpName, "mode is " + to_string(mode) + ", expected one of 0, 1");
   }
-  // Rule 12 (check, registry/toy_blend_backward.yaml:71): Axis in range.
+  // Rule 13 (check, registry/toy_blend_backward.yaml:81): Axis in range.
   if (!(axis >= -rank(self) && axis < rank(self))) {
     return reject(kParamInvalid, kOpName,
                   std::string("axis ") + to_string(axis) + " is outside [" +
                   to_string(-rank(self)) + ", " + to_string(rank(self)) + ") {rank " +
                   to_string(rank(self)) + "}");
   }
-  // Rule 13 (check, registry/toy_blend_backward.yaml:75)
+  // Rule 14 (check, registry/toy_blend_backward.yaml:85)
+  if (!(scalar_value(alpha) > 0 && eps >= 0)) {
+    return reject(kParamInvalid, kOpName,
+                  std::string("alpha must be positive and eps non-negative, got ") +
+                  to_string(scalar_value(alpha)) + " and " + to_string(eps));
+  }
+  // Rule 15 (check, registry/toy_blend_backward.yaml:88)
+  if (present(dims)) {
+    if (!(int_values(dims).size() <= static_cast<uint64_t>(rank(self)))) {
+      return reject(kParamInvalid, kOpName,
+                    std::string("dims lists ") + to_string(int_values(dims).size()) +
+                    " dims, self has " + to_string(rank(self)) + ": " +
+                    to_string(int_values(dims)));
+    }
+  }
+  // Rule 16 (check, registry/toy_blend_backward.yaml:92)
   if (keepDims) {
     if (!(mode == 0)) {
       return reject(kParamInvalid, kOpName,
@@ -228,9 +273,10 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
 }  // namespace aclnn_cpu
 
 extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
-    const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale, int64_t axis,
-    int64_t mode, bool keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf,
-    aclTensor* gradScale, uint64_t* workspaceSize, aclOpExecutor** executor) {
+    const aclTensor* gradOut, const aclTensor* self, const aclTensor* scale, const aclScalar* alpha,
+    const aclScalar* beta, double eps, const aclIntArray* dims, int64_t axis, int64_t mode,
+    bool keepDims, const aclBoolArray* outputMask, aclTensor* gradSelf, aclTensor* gradScale,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
   using namespace aclnn_cpu;
   try {
     if (workspaceSize == nullptr) {
@@ -244,8 +290,8 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
     // A masked-off output is never touched: from here on it counts as absent.
     const aclTensor* const active_gradSelf = mask(outputMask, 0) ? gradSelf : nullptr;
     const aclTensor* const active_gradScale = mask(outputMask, 1) ? gradScale : nullptr;
-    const aclnnStatus status = validate(gradOut, self, scale, axis, mode, keepDims, outputMask,
-        active_gradSelf, active_gradScale);
+    const aclnnStatus status = validate(gradOut, self, scale, alpha, beta, eps, dims, axis,
+        mode, keepDims, outputMask, active_gradSelf, active_gradScale);
     if (status != kSuccess) return status;
     if (const aclnnStatus failed = check_aligned(kOpName, "gradOut", gradOut)) return failed;
     if (const aclnnStatus failed = check_aligned(kOpName, "self", self)) return failed;
@@ -258,6 +304,10 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
     args.gradOut = make_view(gradOut);
     args.self = make_view(self);
     args.scale = present(scale) ? make_view(scale) : TensorView();
+    args.alpha = make_scalar_arg(alpha);
+    args.beta = make_scalar_arg(beta);
+    args.eps = eps;
+    args.dims = make_int_array_arg(dims);
     args.axis = axis;
     args.mode = mode;
     args.keepDims = keepDims;

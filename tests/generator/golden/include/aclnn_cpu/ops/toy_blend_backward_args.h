@@ -14,6 +14,10 @@ struct ToyBlendBackwardArgs {
   TensorView gradOut;
   TensorView self;
   TensorView scale;  // present == false when null
+  ScalarArg alpha;
+  ScalarArg beta;  // present == false when null
+  double eps = 0.0;
+  IntArrayArg dims;  // present == false when null
   int64_t axis = 0;
   int64_t mode = 0;
   bool keepDims = false;
