@@ -47,6 +47,10 @@ def main() -> int:
 
     for op in OPS:
         print(f"== {op['name']}  ({op['python']})  — {op['summary']}")
+        if op["example"] is None:  # the registry's `example` is optional
+            print("   (its registry entry gives no example)")
+            print()
+            continue
         origin = f"documented example from shared/seeds/{op['source']}" if op["source"] else "example of its registry entry"
         print(f"   {origin}")
         arrays, attributes, outputs = run_example(op)
