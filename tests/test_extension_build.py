@@ -1,0 +1,103 @@
+"""Extending the library as a user does: three ops of tests/extension/ (LeakyReluBackward with an
+aclScalar and a bool, LogitGrad with a double, Flip with an aclIntArray) are added to a scratch
+copy of this checkout, one YAML in registry/ and one kernel in ops/ each and nothing else, which
+is then built and installed into a scratch directory. Against that build: the generated files
+are current, tests/extension/check_extension.py checks the new ops against float64 references
+and PyTorch (both APIs, their error cases), the shipped ops' tests are not needed (their code
+did not change), a C++ program uses the new kinds through the generated headers, and the CLI
+lists and demonstrates the new ops.
+
+One full build (about two minutes on two cores).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXTENSION = ROOT / "tests" / "extension"
+NEW_OPS = ("leaky_relu_backward", "logit_grad", "flip")
+# What setup.py builds from; the rest of the checkout (tests, benchmarks, build output) stays.
+SOURCES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "registry", "include",
+           "runtime", "ops", "aclnn_cpu", "docs")
+BUILD_OUTPUT = shutil.ignore_patterns("__pycache__", "*.so", "*.o", "lib", "build", "*.egg-info",
+                                      "_ops.cpp", "_glue.cpp")
+
+
+def run(args, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
+    assert done.returncode == 0, (f"{' '.join(map(str, args))} exited {done.returncode}\n"
+                                  f"--- stdout ---\n{done.stdout[-6000:]}\n--- stderr ---\n{done.stderr[-6000:]}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def scratch_build(tmp_path_factory, torch):
+    """(source tree, installed package dir, environment) of the scratch build."""
+    if shutil.which("g++") is None and shutil.which("c++") is None:
+        pytest.skip("no C++ compiler")
+    base = tmp_path_factory.mktemp("extension")
+    src, target = base / "src", base / "site"
+    src.mkdir()
+    for name in SOURCES:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=BUILD_OUTPUT)
+        elif path.exists():
+            shutil.copy2(path, src / name)
+    # The copied package directory may hold an in-place build's headers; the build makes its own.
+    shutil.rmtree(src / "aclnn_cpu" / "include", ignore_errors=True)
+    for op in NEW_OPS:
+        assert not (src / "registry" / f"{op}.yaml").exists(), f"{op} is shipped now: rename the fixture"
+        shutil.copy2(EXTENSION / "registry" / f"{op}.yaml", src / "registry" / f"{op}.yaml")
+        shutil.copy2(EXTENSION / "ops" / f"{op}.cpp", src / "ops" / f"{op}.cpp")
+    env = {k: v for k, v in os.environ.items() if k not in ("ACLNN_CPU_SANITIZE", "ACLNN_CPU_DEBUG",
+                                                            "PYTHONPATH")}
+    run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "-q",
+         "--target", target, src], env=env, timeout=1800)
+    env["PYTHONPATH"] = str(target)
+    return src, target, env
+
+
+def test_generated_files_are_current(scratch_build):
+    src, _, env = scratch_build
+    run([sys.executable, "-m", "registry.aclnn_gen", "--check", "--root", src], cwd=src, env=env)
+    for op in NEW_OPS:
+        assert (src / "include" / "aclnnop" / f"aclnn_{op}.h").exists()
+        assert (src / "runtime" / "generated" / f"{op}_entry.cpp").exists()
+
+
+def test_new_ops_against_references(scratch_build, tmp_path):
+    _, _, env = scratch_build
+    # Run outside the checkout, so that `import aclnn_cpu` finds the scratch build only.
+    done = run([sys.executable, EXTENSION / "check_extension.py"], cwd=tmp_path, env=env, timeout=600)
+    assert "FAIL" not in done.stdout and done.stdout.strip().splitlines()[-1].startswith("ok "), done.stdout
+
+
+def test_c_program_uses_the_new_kinds(scratch_build, tmp_path):
+    _, _, env = scratch_build
+    flags = run([sys.executable, "-m", "aclnn_cpu", "--cflags", "--libs"], cwd=tmp_path, env=env).stdout
+    exe = tmp_path / "use_new_kinds"
+    cxx = shutil.which("g++") or shutil.which("c++")
+    run([cxx, "-std=c++17", "-Wall", "-Werror", EXTENSION / "use_new_kinds.cpp",
+         *shlex.split(flags), "-o", exe], env=env)
+    done = run([exe], env=env)
+    assert "passed all checks" in done.stdout, done.stdout
+
+
+def test_cli_lists_and_demonstrates_the_new_ops(scratch_build, tmp_path):
+    _, _, env = scratch_build
+    listing = run([sys.executable, "-m", "aclnn_cpu", "ops"], cwd=tmp_path, env=env).stdout
+    for name in ("aclnnLeakyReluBackward", "aclnnLogitGrad", "aclnnFlip", "aclnnPreluBackward"):
+        assert name in listing, listing
+    demo = run([sys.executable, "-m", "aclnn_cpu", "demo"], cwd=tmp_path, env=env).stdout
+    section = demo[demo.index("== aclnnLeakyReluBackward"):]
+    section = section[:section.index("\n== ")] if "\n== " in section else section
+    assert "example of its registry entry" in section and "[0.25 0.25 0.25 1.  ]" in section, section
+    assert "== aclnnLogitGrad" in demo and "(its registry entry gives no example)" in demo, demo
