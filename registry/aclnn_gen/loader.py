@@ -231,7 +231,9 @@ class _OpReader:
         return Op(name=name, python=python, kernel=kernel, source=source, summary=summary.strip(),
                   description=description.strip(), products=products, dtype_sets=dtype_sets,
                   params=tuple(self.params), python_kwargs=kwargs, rules=rules, example=example,
-                  path=self.f.path, snake=snake)
+                  path=self.f.path, snake=snake,
+                  key_lines=tuple((key, top[key][1].start_mark.line + 1)
+                                  for key in ("name", "python", "kernel")))
 
     # ---- top-level pieces -------------------------------------------------------------------
 
@@ -859,10 +861,13 @@ def load_registry(root: Path, registry_dir: str = "registry") -> List[Op]:
     for path in sorted((root / registry_dir).glob("*.yaml")):
         display = f"{registry_dir}/{path.name}"
         op = load_op(path, display)
-        for key, value in (("op", op.name), ("python name", op.python), ("kernel", op.kernel)):
-            tag = f"{key}:{value}"
+        lines = dict(op.key_lines)
+        for key, label, value in (("name", "op", op.name), ("python", "python name", op.python),
+                                  ("kernel", "kernel", op.kernel)):
+            tag = f"{label}:{value}"
             if tag in seen:
-                raise RegistryError(display, 1, f"{key} '{value}' is already declared in {seen[tag]}")
-            seen[tag] = display
+                raise RegistryError(display, lines.get(key, 1),
+                                    f"{label} '{value}' is already declared in {seen[tag]}")
+            seen[tag] = f"{display}:{lines.get(key, 1)}"
         ops.append(op)
     return ops

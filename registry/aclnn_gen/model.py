@@ -260,6 +260,8 @@ class Op:
     example: Optional[Example]
     path: str                      # "registry/softmax_backward.yaml" (relative to the root)
     snake: str = field(default="")  # softmax_backward (file names)
+    # Lines of the name, python and kernel values, for the clashes only load_registry sees.
+    key_lines: Tuple[Tuple[str, int], ...] = ()
 
     @property
     def c_name(self) -> str:

@@ -509,3 +509,24 @@ def test_example_scalar_attribute_type(tmp_path):
     assert load_error(tmp_path, text) == (
         f"{FILE}:{text.count(chr(10))}: example attribute 'alpha' must be a YAML value or a Python "
         f"literal, got 'abc'")
+
+
+# ---- clashes between files -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("key, label, value, line", [
+    ("python", "python name", "mini_backward", 2),
+    ("kernel", "kernel", "mini_backward", 3),
+])
+def test_clash_with_another_op_names_both_lines(tmp_path, key, label, value, line):
+    registry = tmp_path / "registry"
+    registry.mkdir()
+    (registry / "mini_backward.yaml").write_text(BASE)
+    other = BASE.replace("name: MiniBackward", "name: OtherBackward")
+    other = other.replace("python: mini_backward", "python: other_backward")
+    other = other.replace("kernel: mini_backward", "kernel: other_backward")
+    other = other.replace(f"{key}: other_backward", f"{key}: {value}")
+    (registry / "other_backward.yaml").write_text(other)
+    with pytest.raises(RegistryError) as info:
+        load_registry(tmp_path)
+    assert str(info.value) == (f"registry/other_backward.yaml:{line}: {label} '{value}' is already "
+                               f"declared in {FILE}:{line}")
