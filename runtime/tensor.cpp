@@ -2,6 +2,7 @@
 // read-only flag, and the views kernels see.
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "aclnn/aclnn_base.h"
 #include "aclnn_cpu/status.h"
@@ -199,6 +200,12 @@ ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
 ACLNN_API aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
   if (value == nullptr && size > 0) {
     fail(kParamNullptr, "aclCreateIntArray: value is null but size is %llu",
+         static_cast<unsigned long long>(size));
+    return nullptr;
+  }
+  // value + size would wrap around the address space before max_size() is reached.
+  if (size > std::vector<int64_t>().max_size()) {
+    fail(aclnn_cpu::kInner, "aclCreateIntArray: out of memory for %llu integers",
          static_cast<unsigned long long>(size));
     return nullptr;
   }

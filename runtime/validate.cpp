@@ -60,20 +60,34 @@ ByteExtent byte_extent(const aclTensor* t) {
   return {base + lo * item, base + hi * item + item - 1};
 }
 
+// An accessor reached a null argument: an optional param read by a rule that does not guard it
+// with present(). A registry bug, reported as 561000 rather than dereferenced.
+template <class T>
+const T* require(const T* p, const char* accessor) {
+  if (p == nullptr) {
+    throw std::logic_error(std::string(accessor) +
+                           "() of a null argument (an optional param read by a rule: guard the "
+                           "rule with present(...))");
+  }
+  return p;
+}
+
 }  // namespace
 
 // ---- accessors ----------------------------------------------------------------------------------
 
-int64_t rank(const aclTensor* t) { return static_cast<int64_t>(t->view_dims.size()); }
+int64_t rank(const aclTensor* t) {
+  return static_cast<int64_t>(require(t, "rank")->view_dims.size());
+}
 
 int64_t numel(const aclTensor* t) {
-  const int64_t n = safe_numel(t);
+  const int64_t n = safe_numel(require(t, "numel"));
   if (n < 0) throw std::logic_error("numel() of a tensor whose element count overflows");
   return n;
 }
 
 int64_t dim(const aclTensor* t, int64_t i) {
-  const int64_t r = rank(t);
+  const int64_t r = rank(require(t, "dim"));
   const int64_t k = i < 0 ? i + r : i;
   if (k < 0 || k >= r) {
     throw std::logic_error("dim(t, " + std::to_string(i) + ") of a tensor of rank " +
@@ -82,15 +96,15 @@ int64_t dim(const aclTensor* t, int64_t i) {
   return t->view_dims[static_cast<std::size_t>(k)];
 }
 
-DType dtype(const aclTensor* t) { return t->dtype; }
+DType dtype(const aclTensor* t) { return require(t, "dtype")->dtype; }
 
-const Shape& shape(const aclTensor* t) { return t->view_dims; }
+const Shape& shape(const aclTensor* t) { return require(t, "shape")->view_dims; }
 
-DType dtype(const aclScalar* s) { return s->dtype; }
+DType dtype(const aclScalar* s) { return require(s, "dtype")->dtype; }
 
-double scalar_value(const aclScalar* s) { return s->value; }
+double scalar_value(const aclScalar* s) { return require(s, "scalar_value")->value; }
 
-const Shape& int_values(const aclIntArray* a) { return a->values; }
+const Shape& int_values(const aclIntArray* a) { return require(a, "int_values")->values; }
 
 bool mask(const aclBoolArray* flags, int64_t i) {
   return i >= 0 && bool_array_at(flags, static_cast<uint64_t>(i));

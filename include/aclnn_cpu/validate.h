@@ -20,6 +20,8 @@ namespace aclnn_cpu {
 using Shape = std::vector<int64_t>;
 
 // ---- accessors (tensor arguments must be non-null unless said otherwise) -----------------------
+// A null argument (an optional param a rule reads without a present() guard) throws
+// std::logic_error, which the entry point reports as 561000: a registry bug, never a crash.
 
 inline bool present(const aclTensor* t) { return t != nullptr; }
 int64_t rank(const aclTensor* t);

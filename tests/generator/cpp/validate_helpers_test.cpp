@@ -166,6 +166,9 @@ int main() {
     EXPECT(check_int_array_size("op", "dims", nullptr, 0) == kSuccess);
     aclDestroyIntArray(arr);
     EXPECT(aclCreateIntArray(nullptr, 2) == nullptr);
+    // sizes past what memory can hold fail (value + size must not wrap to a small array)
+    for (uint64_t huge : {uint64_t(1) << 61, uint64_t(1) << 62, ~uint64_t(0)})
+      EXPECT(aclCreateIntArray(values, huge) == nullptr);
     aclIntArray* none = aclCreateIntArray(nullptr, 0);
     EXPECT(none != nullptr && int_values(none).empty());
     aclDestroyIntArray(none);
@@ -177,6 +180,29 @@ int main() {
     EXPECT(dims_in_range({0, -1}, 0) && !dims_in_range({1}, 0));  // a 0-d tensor: dim 0 or -1
     EXPECT(dims_unique({0, 1, -1}, 3) && !dims_unique({1, -2}, 3) && !dims_unique({0, 0}, 1));
     EXPECT(dims_unique({}, 2) && dims_unique({7, 7}, 2));  // out of range: not compared
+  }
+  // accessors of an absent (null) argument throw (561000 at the entry point), never crash
+  {
+    int thrown = 0;
+    const aclTensor* no_tensor = nullptr;
+    const aclScalar* no_scalar = nullptr;
+    const aclIntArray* no_array = nullptr;
+    for (int k = 0; k < 7; ++k) {
+      try {
+        switch (k) {
+          case 0: rank(no_tensor); break;
+          case 1: numel(no_tensor); break;
+          case 2: dim(no_tensor, 0); break;
+          case 3: shape(no_tensor); break;
+          case 4: scalar_value(no_scalar); break;
+          case 5: dtype(no_scalar); break;
+          case 6: int_values(no_array); break;
+        }
+      } catch (const std::logic_error& e) {
+        thrown += std::strstr(e.what(), "present(") != nullptr;
+      }
+    }
+    EXPECT(thrown == 7);
   }
 
   std::printf(failures ? "%d failures\n" : "all passed\n", failures);
