@@ -96,7 +96,8 @@ def prototype(name: str, params: List[str], indent: int, width: int = 100,
 # ---- dtypes -------------------------------------------------------------------------------------
 
 def effective_dtypes(op: Op) -> Dict[str, Dict[str, Tuple[str, ...]]]:
-    """Per tensor, per product: the dtypes the unconditional rules let through.
+    """Per tensor (and per scalar a dtype_in rule names), per product: the dtypes the
+    unconditional rules let through; a scalar no rule names is absent (any dtype).
 
     dtype_in rules intersect; same_dtype groups share the intersection of their members. The
     loader guarantees every tensor ends up constrained.
@@ -132,7 +133,7 @@ def effective_dtypes(op: Op) -> Dict[str, Dict[str, Tuple[str, ...]]]:
                 common = tuple(d for d in known[0] if all(d in k for k in known[1:]))
                 for name in group:
                     changed |= narrow(name, product, common)
-    return {p.name: allowed.get(p.name, {}) for p in op.tensors}
+    return {p.name: allowed.get(p.name, {}) for p in op.params if p.is_tensor or p.kind == "scalar"}
 
 
 # ---- rules for people ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def _param_lines(op: Op) -> List[str]:
         text = p.doc
         if notes:
             text = (text + " " if text else "") + "(" + "; ".join(notes) + ")"
-        if p.is_tensor:
+        if p.name in dtypes and (p.is_tensor or dtypes[p.name]):
             per = dtypes[p.name]
             text += " dtypes: " + "; ".join(f"{prod} {', '.join(per.get(prod, ())) or 'none'}"
                                             for prod in op.products) + "."

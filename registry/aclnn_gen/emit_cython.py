@@ -104,7 +104,7 @@ def _alloc_guard(op: Op, p: Param) -> str:
                 used.append(node.id)
     for name in used:
         q = by_py[name]
-        if q.is_tensor and not q.optional:
+        if (q.is_tensor or q.is_handle) and not q.optional:  # None: the validator says 161001
             parts.append(f"{name} is not None")
     return " and ".join(parts)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from .analysis import (IMPLICIT_RULES, PHASE2_PARAMS, banner, describe_rule, effective_dtypes,
-                       kind_label, phase1_params, prototype)
+                       handle_checks, kind_label, phase1_params, prototype)
 from .emit_cython import py_literal
 from .model import Op
 
@@ -66,7 +66,7 @@ def _op_section(op: Op) -> List[str]:
             kind += f" ({'; '.join(notes)})"
         cells = []
         for prod in op.products:
-            cells.append(", ".join(dtypes[p.name].get(prod, ())) if p.is_tensor else "")
+            cells.append(", ".join(dtypes[p.name].get(prod, ())) if p.name in dtypes else "")
         out.append(f"| `{p.name}` | `{p.py_name}` | {_cell(kind)} | " + " | ".join(cells)
                    + f" | {_cell(p.doc)} |")
     out.append("")
@@ -76,6 +76,8 @@ def _op_section(op: Op) -> List[str]:
             "op shares (see the top of this page) run after the leading not_null rules "
             "(layout) and after the last rule (rank, writability, overlap).", "",
             "| # | status | requires | document / message |", "| --- | --- | --- | --- |"]
+    for status, text in handle_checks(op):
+        out.append(f"| – | {status} | {_cell(text)} | (made by every validator) |")
     for i, rule in enumerate(op.rules, 1):
         note = _cell(rule.doc)
         if rule.message:
@@ -86,7 +88,8 @@ def _op_section(op: Op) -> List[str]:
     if op.example:
         ex = op.example
         py = {p.name: p.py_name for p in op.params}
-        out += ["### Example (from the document)", "", "```python", "import numpy as np",
+        heading = "### Example (from the document)" if op.source else "### Example"
+        out += [heading, "", "```python", "import numpy as np",
                 "import aclnn_cpu", ""]
         np_dtype = "ml_dtypes.bfloat16" if ex.dtype == "bfloat16" else f"np.{ex.dtype}"
         if ex.dtype == "bfloat16":
@@ -119,10 +122,11 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            "and the entries of a mask take `True`/`False` (NumPy's too) or 0/1 (anything else: "
            "`TypeError`, for a mask 161002). Where an op has them: `double` parameters take any "
            "real number (a bool or a string: `TypeError`); scalar (`aclScalar`) parameters take "
-           "a Python `float` (passed as float64), `int` (int64) or `bool`, or a NumPy scalar, "
-           "which keeps its dtype (`np.float16(0.5)` arrives as a float16 scalar; a string: "
-           "`TypeError`, a complex value or an array: 161002); integer arrays take a sequence of "
-           "integers (a float entry: 161002).", "",
+           "a Python `float` (passed as float64; any real number such as a `Fraction` too), "
+           "`int` (int64) or `bool`, or a NumPy scalar or 0-d array, which keeps its dtype "
+           "(`np.float16(0.5)` arrives as a float16 scalar; a string or a torch tensor: "
+           "`TypeError`; a complex value or an array with dims: 161002); integer arrays take a "
+           "sequence of integers, in order (a float entry, a string, a set: 161002).", "",
            "| op | Python | products | summary |", "| --- | --- | --- | --- |"]
     for op in ops:
         anchor = op.c_name.lower()

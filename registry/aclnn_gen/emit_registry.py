@@ -114,7 +114,7 @@ def op_entry(op: Op) -> dict:
         }
         if p.kind == "bool_array":
             entry["size"] = p.size
-        if p.is_tensor:
+        if p.name in dtypes and (p.is_tensor or dtypes[p.name]):
             entry["dtypes"] = {prod: list(dtypes[p.name].get(prod, ())) for prod in op.products}
         if p.alloc:
             entry["alloc"] = {"shape": p.alloc.shape, "dtype": p.alloc.dtype, "layout": p.alloc.layout}

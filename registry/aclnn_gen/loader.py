@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -52,7 +53,8 @@ RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_out
 # Names Python allocation expressions may use besides the op's own Python names.
 # (prod is math.prod, imported by the generated _ops.pyx.)
 ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "prod", "len", "tuple", "int", "max",
-                                 "min", "all", "any", "None", "True", "False"})
+                                 "min", "all", "any", "None", "True", "False", "enumerate",
+                                 "range", "zip", "sorted", "list", "abs"})
 
 TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": False, "summary": True,
             "description": False, "products": True, "dtype_sets": True, "params": True,
@@ -524,8 +526,11 @@ class _OpReader:
                 except SyntaxError as exc:
                     raise self.err(p.line, f"'alloc.{label}' of param '{p.name}' is not a Python "
                                            f"expression: {exc.msg}") from None
+                # Names a comprehension binds (`i, s` in `for i, s in enumerate(...)`) are its own.
+                bound = {t.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
+                         for t in ast.walk(c.target) if isinstance(t, ast.Name)}
                 for n in ast.walk(tree):
-                    if isinstance(n, ast.Name) and n.id not in allowed:
+                    if isinstance(n, ast.Name) and n.id not in allowed and n.id not in bound:
                         raise self.err(p.line, f"'alloc.{label}' of param '{p.name}' uses unknown "
                                                f"name '{n.id}' (Python names: "
                                                f"{', '.join(sorted(allowed - ALLOC_ALLOWED_NAMES))})")
@@ -611,6 +616,7 @@ class _OpReader:
                                          f"(a check needs words for its failure)")
             rule = cls(kind=kind, line=line, **common, **fields)
             self._check_rule_order(rule, keys, what, null_checked)
+            self._check_absent_guard(rule, what)
             if isinstance(rule, NotNull):
                 for name in rule.params:
                     null_checked.setdefault(name, line)
@@ -762,6 +768,22 @@ class _OpReader:
             if name not in null_checked:
                 raise self.err(rule.line, f"{what} uses '{name}' before any not_null rule "
                                           f"covers it (null-check tensors first)")
+
+    def _check_absent_guard(self, rule: Rule, what: str) -> None:
+        """A C++ snippet that reads a param which may be absent (optional, masked off) must say
+        `present(name)` in the rule's `when` or in the snippet itself: the accessors of an absent
+        param fail at run time (561000) instead of checking anything."""
+        texts = [t for t in (rule.message, getattr(rule, "check", None),
+                             getattr(rule, "shape", None), getattr(rule, "value", None)) if t]
+        guards = " ".join(t for t in texts + [rule.when or ""])
+        for name in dict.fromkeys(i for t in texts + [rule.when or ""] for i in cpp_identifiers(t)):
+            param = self.by_name.get(name)
+            if param is None or not param.may_be_absent:
+                continue
+            if not re.search(rf"\bpresent\s*\(\s*{re.escape(name)}\s*\)", guards):
+                raise self.err(rule.line, f"{what} reads '{name}', which may be absent, without "
+                                          f"a present({name}) guard in its 'when' or its "
+                                          f"expression")
 
     # ---- coverage ---------------------------------------------------------------------------
 

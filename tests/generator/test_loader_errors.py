@@ -530,3 +530,17 @@ def test_clash_with_another_op_names_both_lines(tmp_path, key, label, value, lin
         load_registry(tmp_path)
     assert str(info.value) == (f"registry/other_backward.yaml:{line}: {label} '{value}' is already "
                                f"declared in {FILE}:{line}")
+
+
+def test_snippet_reading_an_optional_param_needs_a_present_guard(tmp_path):
+    text = with_param("  - {name: beta, kind: scalar, optional: true}\n")
+    rule = '  - kind: check\n    check: "scalar_value(beta) > 0"\n    message: "beta {scalar_value(beta)}"\n'
+    assert load_error(tmp_path, text + rule) == (
+        f"{FILE}:{(text + rule).count(chr(10)) - 2}: rule 3 (check) reads 'beta', which may be "
+        f"absent, without a present(beta) guard in its 'when' or its expression")
+    # Either guard is enough; so is the built-in rules' own skipping of absent params.
+    for guarded in (rule.replace('    check:', '    when: "present(beta)"\n    check:'),
+                    rule.replace('"scalar_value(beta) > 0"', '"!present(beta) || scalar_value(beta) > 0"')):
+        registry = tmp_path / "registry"
+        (registry / "mini_backward.yaml").write_text(text + guarded)
+        assert load_registry(tmp_path)[0].rules[-1].kind == "check"

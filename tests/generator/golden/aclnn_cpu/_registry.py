@@ -83,6 +83,10 @@ OPS = (
                 'default': 1.0,
                 'has_default': True,
                 'doc': 'Blend weight.',
+                'dtypes': {
+                    'atlas_training': ['float32', 'float64', 'int64'],
+                    'atlas_a2': ['float32', 'float64', 'int64'],
+                },
             },
             {
                 'name': 'beta',
@@ -93,6 +97,10 @@ OPS = (
                 'default': None,
                 'has_default': True,
                 'doc': 'Optional offset.',
+                'dtypes': {
+                    'atlas_training': ['float32', 'float64', 'int64'],
+                    'atlas_a2': ['float32', 'float64', 'int64'],
+                },
             },
             {
                 'name': 'eps',

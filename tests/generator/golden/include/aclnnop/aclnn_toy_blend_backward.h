@@ -20,8 +20,10 @@ extern "C" {
  *       float32, float16, bfloat16.
  *   scale (input): Per-channel scale or null. (may be null) dtypes: atlas_training float32,
  *       float16; atlas_a2 float32, float16, bfloat16.
- *   alpha (scalar): Blend weight.
- *   beta (scalar): Optional offset. (may be null)
+ *   alpha (scalar): Blend weight. dtypes: atlas_training float32, float64, int64; atlas_a2
+ *       float32, float64, int64.
+ *   beta (scalar): Optional offset. (may be null) dtypes: atlas_training float32, float64,
+ *       int64; atlas_a2 float32, float64, int64.
  *   eps (double): Added to the denominator.
  *   dims (int_array): Dims to reduce over, or null for all. (may be null)
  *   axis (int64): Axis the blend ran over.
