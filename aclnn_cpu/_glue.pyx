@@ -318,8 +318,9 @@ cpdef double float_value(object value, str name) except? -1:
 
 cdef ScalarArg scalar_arg(object value, str name):
     """The aclScalar for a Python number (NULL for None), typed as torch_npu types its scalars:
-    a bool as BOOL, an int as INT64, a float as DOUBLE; a NumPy scalar or 0-d array keeps its
-    dtype (np.float32(0.1) stays the float32 value)."""
+    a bool as BOOL, an int as INT64, a float (any real number) as DOUBLE; a NumPy scalar or 0-d
+    array keeps its dtype (np.float32(0.1) stays the float32 value). A complex value, or an
+    array with elements, is 161002; anything else (a string, a torch tensor) TypeError."""
     cdef ScalarArg arg = ScalarArg.__new__(ScalarArg)
     cdef cnp.ndarray holder
     if value is None:
@@ -334,6 +335,8 @@ cdef ScalarArg scalar_arg(object value, str name):
         try:
             v = operator.index(value)
         except TypeError:
+            if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+                raise _invalid(f"{name}: a complex scalar ({value!r}) is not supported") from None
             if not isinstance(value, numbers.Real):
                 raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}") from None
             holder = np.asarray(float(value), dtype=np.float64)
@@ -357,7 +360,8 @@ cdef IntArrayArg int_array_arg(object values, str name):
     cdef cnp.ndarray holder
     if values is None:
         return arg
-    if isinstance(values, (str, bytes)):
+    # A string is not a list of integers, and an unordered collection gives no order to keep.
+    if isinstance(values, (str, bytes, set, frozenset, dict)):
         raise _invalid(f"{name}: expected a sequence of integers, got {type(values).__name__}")
     try:
         raw = list(values)

@@ -126,10 +126,16 @@ def check_leaky_relu(rng):
     refused(161002, ac.leaky_relu_backward, g, x, np.complex64(1), out=out)
     refused(161002, ac.leaky_relu_backward, g, x, np.ones(2), out=out)
     refused(161002, ac.leaky_relu_backward, g, x, 1 << 70, out=out)
+    refused(161002, ac.leaky_relu_backward, g, x, 1 + 2j, out=out)
     refused(None, ac.leaky_relu_backward, g, x, "0.1", out=out)
     refused(None, ac.leaky_relu_backward, g, x, 0.1, "yes", out=out)
     refused(161002, ac.leaky_relu_backward, g, x[:2], 0.1, out=out)
     expect(bool(np.all(out == 7)), "leaky: a refused call wrote its output")
+    # any real number is a DOUBLE scalar; a 0-d array keeps its dtype
+    from fractions import Fraction
+    ref = np.where(x > 0, g, 0.25 * g.astype(np.float64))
+    close(ac.leaky_relu_backward(g, x, Fraction(1, 4)), ref, np.float32, "leaky Fraction slope")
+    close(ac.leaky_relu_backward(g, x, np.array(0.25, np.float16)), ref, np.float32, "leaky 0-d slope")
     # a bfloat16 slope is an Atlas A2 dtype of the set
     ac.set_product("atlas_training")
     try:
@@ -212,6 +218,7 @@ def check_flip(rng):
     refused(161002, ac.flip, x, [1, -3], out=out)
     refused(161002, ac.flip, x, [0.5], out=out)
     refused(161002, ac.flip, x, "01", out=out)
+    refused(161002, ac.flip, x, {0, 1}, out=out)  # a set has no order
     refused(161002, ac.flip, x, [0] * 65, out=out)
     refused(161001, ac.flip, x, None, out=out)
     refused(161001, ac.aclnnFlipGetWorkspaceSize, x, None, out)
