@@ -125,8 +125,6 @@ class CoreLibrary:
         self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
                         f'-DACLNN_CPU_VERSION="{project_version()}"']
                        + OPT_FLAGS + openmp + self.defines + (SANITIZE_FLAGS if SANITIZE else []))
-        headers = list((ROOT / "include").rglob("*.h")) + list((ROOT / "runtime").rglob("*.h"))
-        self.newest_header = max((h.stat().st_mtime for h in headers), default=0.0)
 
     def jobs(self) -> list[tuple[Path, Path, list[str]]]:
         jobs = []
@@ -163,12 +161,28 @@ class CoreLibrary:
                 raise RuntimeError(f"{obj} defines shared weak symbols outside its ISA namespace "
                                    f"(put them in ACLNN_ISA_NS or make them static):\n" + "\n".join(leaks[:10]))
 
+    @staticmethod
+    def up_to_date(obj: Path, depfile: Path) -> bool:
+        """The object is newer than its source and every header it included, as the compiler's
+        -MMD dependency file lists them (a regenerated args header rebuilds only the objects
+        that include it, not every object)."""
+        if not (obj.exists() and depfile.exists()):
+            return False
+        # Make syntax: "obj: src hdr1 hdr2 \" with escaped spaces in paths.
+        text = depfile.read_text().replace("\\\n", " ").replace("\\ ", "\0")
+        deps = [d.replace("\0", " ") for d in text.partition(": ")[2].split()]
+        built = obj.stat().st_mtime
+        try:
+            return bool(deps) and all(Path(d).stat().st_mtime <= built for d in deps)
+        except OSError:  # a header that is gone
+            return False
+
     def compile_one(self, job: tuple[Path, Path, list[str]]) -> Path:
         src, obj, flags = job
         stamp = obj.with_suffix(".flags")
-        cmd = cxx_command() + self.common + flags + ["-c", str(src), "-o", str(obj)]
-        if (obj.exists() and stamp.exists() and stamp.read_text() == " ".join(cmd)
-                and obj.stat().st_mtime >= max(src.stat().st_mtime, self.newest_header)):
+        depfile = obj.with_suffix(".d")
+        cmd = cxx_command() + self.common + flags + ["-MMD", "-MF", str(depfile), "-c", str(src), "-o", str(obj)]
+        if stamp.exists() and stamp.read_text() == " ".join(cmd) and self.up_to_date(obj, depfile):
             return obj
         obj.parent.mkdir(parents=True, exist_ok=True)
         print(" ".join(cmd))
