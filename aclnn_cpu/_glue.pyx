@@ -306,8 +306,10 @@ cpdef bint flag_value(object value, str name) except -1:
 
 
 cpdef double float_value(object value, str name) except? -1:
-    """A double argument: any real number (ints and NumPy's numbers too) as a float; a bool, a
-    string or None is refused rather than taken for a number."""
+    """A double argument: any real number (ints and NumPy's numbers and 0-d arrays too) as a
+    float; a bool, a string or None is refused rather than taken for a number."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fiu":
+        value = value[()]  # the NumPy scalar inside, which is a numbers.Real
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a real number, got {type(value).__name__} {value!r}")
     try:

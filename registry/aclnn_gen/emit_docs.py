@@ -121,7 +121,7 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            "too: a float raises `TypeError` rather than being truncated), and bool parameters "
            "and the entries of a mask take `True`/`False` (NumPy's too) or 0/1 (anything else: "
            "`TypeError`, for a mask 161002). Where an op has them: `double` parameters take any "
-           "real number (a bool or a string: `TypeError`); scalar (`aclScalar`) parameters take "
+           "real number, a NumPy 0-d array too (a bool or a string: `TypeError`); scalar (`aclScalar`) parameters take "
            "a Python `float` (passed as float64; any real number such as a `Fraction` too), "
            "`int` (int64) or `bool`, or a NumPy scalar or 0-d array, which keeps its dtype "
            "(`np.float16(0.5)` arrives as a float16 scalar; a string or a torch tensor: "

@@ -177,6 +177,14 @@ def check_logit_grad(rng):
                                                    None if eps < 0 else float(np.float32(eps)))
                 close(ac.logit_grad(x, dy, eps), t.numpy(), dtype, f"logit vs torch {dtype} eps {eps}", 3)
         close(ac.logit_grad(x, dy), logit_reference(x, dy, -1.0), dtype, f"logit default eps {dtype}", 3)
+        # eps as a NumPy scalar or 0-d array, and through the two-phase API
+        for eps in (np.float32(0.25), np.array(0.25), np.int64(0)):
+            close(ac.logit_grad(x, dy, eps), logit_reference(x, dy, float(eps)), dtype,
+                  f"logit eps {eps!r}", 3)
+        out = np.full_like(x, 7)
+        ws, ex = ac.aclnnLogitGradGetWorkspaceSize(x, dy, 0.25, out)
+        ac.aclnnLogitGrad(None, ws, ex)
+        close(out, logit_reference(x, dy, 0.25), dtype, f"logit two-phase {dtype}", 3)
     x = sample(rng, (5,), np.float32, 0, 1)
     out = np.full_like(x, 7)
     refused(None, ac.logit_grad, x, x, "0.1", out=out)
