@@ -76,9 +76,9 @@ def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, interpol
                                                               a_gridGrad.ptr, &workspace_size,
                                                               &executor)
     raise_for_status(status)
+    keep = (a_gradOutput, a_input, a_grid, a_outputMask, a_inputGrad, a_gridGrad)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGridSampler2DBackward",
-                                        c_aclnnGridSampler2DBackward,
-                                        (a_gradOutput, a_input, a_grid, a_outputMask, a_inputGrad, a_gridGrad))
+                                        c_aclnnGridSampler2DBackward, keep)
 
 
 def aclnnGridSampler2DBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
@@ -177,9 +177,10 @@ def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, N,
                                                           a_gradBetaOut.ptr, &workspace_size,
                                                           &executor)
     raise_for_status(status)
+    keep = (a_gradOut, a_input, a_mean, a_rstd, a_gamma, a_outputMask, a_gradInput, a_gradGammaOut,
+            a_gradBetaOut)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNormBackward",
-                                        c_aclnnGroupNormBackward,
-                                        (a_gradOut, a_input, a_mean, a_rstd, a_gamma, a_outputMask, a_gradInput, a_gradGammaOut, a_gradBetaOut))
+                                        c_aclnnGroupNormBackward, keep)
 
 
 def aclnnGroupNormBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
@@ -275,9 +276,9 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, grad
                                                       a_gradInput.ptr, a_gradWeight.ptr,
                                                       &workspace_size, &executor)
     raise_for_status(status)
+    keep = (a_gradOutput, a_self, a_weight, a_gradInput, a_gradWeight)
     return workspace_size, new_executor(executor, workspace_size, "aclnnPreluBackward",
-                                        c_aclnnPreluBackward,
-                                        (a_gradOutput, a_self, a_weight, a_gradInput, a_gradWeight))
+                                        c_aclnnPreluBackward, keep)
 
 
 def aclnnPreluBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
@@ -345,8 +346,9 @@ def aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, dim, out):
         status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
                                                         a_out.ptr, &workspace_size, &executor)
     raise_for_status(status)
+    keep = (a_gradOutput, a_output, a_out)
     return workspace_size, new_executor(executor, workspace_size, "aclnnSoftmaxBackward",
-                                        c_aclnnSoftmaxBackward, (a_gradOutput, a_output, a_out))
+                                        c_aclnnSoftmaxBackward, keep)
 
 
 def aclnnSoftmaxBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):

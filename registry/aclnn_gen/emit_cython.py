@@ -220,10 +220,11 @@ def _two_phase(op: Op) -> List[str]:
     out += _join_wrapped(f"status = c_{op.c_name}GetWorkspaceSize(",
                          args + ["&workspace_size", "&executor"], ")", "        ")
     out.append("    raise_for_status(status)")
-    keep_tuple = f"({', '.join(keep)},)" if len(keep) == 1 else f"({', '.join(keep)})"
+    # The executor keeps the argument objects alive (a local tuple, so its lines wrap too).
+    out += _join_wrapped("keep = (", keep, ",)" if len(keep) == 1 else ")", "    ")
     out += _join_wrapped("return workspace_size, new_executor(",
                          ["executor", "workspace_size", f'"{op.c_name}"', f"c_{op.c_name}",
-                          keep_tuple], ")", "    ")
+                          "keep"], ")", "    ")
     out += ["", ""]
     out.append(f"def {op.c_name}(workspace, uint64_t workspaceSize, Executor executor, stream=None):")
     out += _doc_lines(f'"""Phase 2 of {op.c_name}: runs the executor of phase 1 with a writable '

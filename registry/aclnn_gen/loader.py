@@ -44,7 +44,7 @@ RESERVED_C_NAMES = frozenset({
     "workspaceSize", "executor", "workspace", "stream", "kOpName", "status", "workspace_size",
     "ex", "args", "expected", "failed", "planned", "i", "validate", "make_view", "reject",
     "fail", "failure_count", "register_executor", "run_executor", "active_isa",
-    "make_scalar_arg", "make_int_array_arg",
+    "make_scalar_arg", "make_int_array_arg", "keep",
 } | (set(model.CPP_HELPERS) - {"dim"}))
 # `out` is the functional API's keyword: only the single output of an op may be called so.
 RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_output", "shape_of",

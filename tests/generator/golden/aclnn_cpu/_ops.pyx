@@ -75,9 +75,10 @@ def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, alpha, beta, eps
                                                          a_gradScale.ptr, &workspace_size,
                                                          &executor)
     raise_for_status(status)
+    keep = (a_gradOut, a_self, a_scale, a_alpha, a_beta, a_dims, a_outputMask, a_gradSelf,
+            a_gradScale)
     return workspace_size, new_executor(executor, workspace_size, "aclnnToyBlendBackward",
-                                        c_aclnnToyBlendBackward,
-                                        (a_gradOut, a_self, a_scale, a_alpha, a_beta, a_dims, a_outputMask, a_gradSelf, a_gradScale))
+                                        c_aclnnToyBlendBackward, keep)
 
 
 def aclnnToyBlendBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
