@@ -105,6 +105,31 @@ bool count_elements(const int64_t* dims, uint64_t n, const char* what, int64_t* 
   return true;
 }
 
+// aclCreateBoolArray and aclCreateIntArray: a new Array holding a copy of size values (its
+// `values` a std::vector of them), or null with the reason recorded: a null value with a size,
+// or a size no vector can hold (checked first: value + size could wrap around the address
+// space and copy a short array without complaint).
+template <class Array, class T>
+Array* create_array(const char* fn, const char* items, const T* value, uint64_t size) {
+  if (value == nullptr && size > 0) {
+    fail(kParamNullptr, "%s: value is null but size is %llu", fn,
+         static_cast<unsigned long long>(size));
+    return nullptr;
+  }
+  try {
+    auto a = std::make_unique<Array>();  // owned until returned (assign may throw)
+    if (size > a->values.max_size()) throw std::bad_alloc();
+    a->values.assign(value, value + size);
+    return a.release();
+  } catch (const std::bad_alloc&) {
+    fail(aclnn_cpu::kInner, "%s: out of memory for %llu %s", fn,
+         static_cast<unsigned long long>(size), items);
+  } catch (...) {
+    fail(aclnn_cpu::kInner, "%s: unexpected internal error", fn);
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 extern "C" {
@@ -174,22 +199,7 @@ ACLNN_API aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
 }
 
 ACLNN_API aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size) {
-  if (value == nullptr && size > 0) {
-    fail(kParamNullptr, "aclCreateBoolArray: value is null but size is %llu",
-         static_cast<unsigned long long>(size));
-    return nullptr;
-  }
-  try {
-    auto a = std::make_unique<aclBoolArray>();  // owned until returned (assign may throw)
-    a->values.assign(value, value + size);
-    return a.release();
-  } catch (const std::bad_alloc&) {
-    fail(aclnn_cpu::kInner, "aclCreateBoolArray: out of memory for %llu flags",
-         static_cast<unsigned long long>(size));
-  } catch (...) {
-    fail(aclnn_cpu::kInner, "aclCreateBoolArray: unexpected internal error");
-  }
-  return nullptr;
+  return create_array<aclBoolArray>("aclCreateBoolArray", "flags", value, size);
 }
 
 ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
@@ -198,28 +208,7 @@ ACLNN_API aclnnStatus aclDestroyBoolArray(const aclBoolArray* array) {
 }
 
 ACLNN_API aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size) {
-  if (value == nullptr && size > 0) {
-    fail(kParamNullptr, "aclCreateIntArray: value is null but size is %llu",
-         static_cast<unsigned long long>(size));
-    return nullptr;
-  }
-  // value + size would wrap around the address space before max_size() is reached.
-  if (size > std::vector<int64_t>().max_size()) {
-    fail(aclnn_cpu::kInner, "aclCreateIntArray: out of memory for %llu integers",
-         static_cast<unsigned long long>(size));
-    return nullptr;
-  }
-  try {
-    auto a = std::make_unique<aclIntArray>();  // owned until returned (assign may throw)
-    a->values.assign(value, value + size);
-    return a.release();
-  } catch (const std::bad_alloc&) {
-    fail(aclnn_cpu::kInner, "aclCreateIntArray: out of memory for %llu integers",
-         static_cast<unsigned long long>(size));
-  } catch (...) {
-    fail(aclnn_cpu::kInner, "aclCreateIntArray: unexpected internal error");
-  }
-  return nullptr;
+  return create_array<aclIntArray>("aclCreateIntArray", "integers", value, size);
 }
 
 ACLNN_API aclnnStatus aclDestroyIntArray(const aclIntArray* array) {

@@ -167,8 +167,11 @@ int main() {
     aclDestroyIntArray(arr);
     EXPECT(aclCreateIntArray(nullptr, 2) == nullptr);
     // sizes past what memory can hold fail (value + size must not wrap to a small array)
-    for (uint64_t huge : {uint64_t(1) << 61, uint64_t(1) << 62, ~uint64_t(0)})
+    const bool flags[] = {true};
+    for (uint64_t huge : {uint64_t(1) << 61, uint64_t(1) << 62, ~uint64_t(0)}) {
       EXPECT(aclCreateIntArray(values, huge) == nullptr);
+      EXPECT(aclCreateBoolArray(flags, huge) == nullptr);
+    }
     aclIntArray* none = aclCreateIntArray(nullptr, 0);
     EXPECT(none != nullptr && int_values(none).empty());
     aclDestroyIntArray(none);
