@@ -248,28 +248,27 @@ def _validator(op: Op) -> List[str]:
         op.path.split("/")[-1]),
         "// Returns kSuccess or the first failure (its message recorded by reject())."]
     out.append(prototype("validate", [_validator_param(p) for p in op.params], 0) + " {")
-    # Bool arrays first: their flags decide which outputs the not_null rules require.
+    def null_check(name: str) -> List[str]:
+        return [f"  if ({name} == nullptr) {{",
+                f"    return reject(kParamNullptr, kOpName, {lit(f'{name} must not be null')});",
+                "  }"]
+
+    def size_check(fn: str, name: str, limit: str) -> List[str]:
+        return [f"  if (const aclnnStatus failed = {fn}(kOpName, {lit(name)}, {name}, {limit})) {{",
+                "    return failed;  // kSuccess is 0: any other value is the recorded failure",
+                "  }"]
+
+    # Bool arrays first: their flags decide which outputs the not_null rules require. Then
+    # scalars and integer arrays: non-null unless optional, and integer arrays short enough for
+    # the kernels' fixed-size copy (IntArrayArg). (analysis.handle_checks lists these for docs.)
     for p in op.params:
         if p.kind == "bool_array":
-            out += [f"  if ({p.name} == nullptr) {{",
-                    f"    return reject(kParamNullptr, kOpName, {lit(f'{p.name} must not be null')});",
-                    "  }",
-                    f"  if (const aclnnStatus failed = check_bool_array_size(kOpName, {lit(p.name)}, "
-                    f"{p.name}, {p.size})) {{",
-                    "    return failed;  // kSuccess is 0: any other value is the recorded failure",
-                    "  }"]
-    # Scalars and integer arrays: non-null unless optional, and integer arrays short enough for
-    # the kernels' fixed-size copy (IntArrayArg).
+            out += null_check(p.name) + size_check("check_bool_array_size", p.name, str(p.size))
     for p in op.params:
         if p.is_handle and not p.optional:
-            out += [f"  if ({p.name} == nullptr) {{",
-                    f"    return reject(kParamNullptr, kOpName, {lit(f'{p.name} must not be null')});",
-                    "  }"]
+            out += null_check(p.name)
         if p.kind == "int_array":
-            out += [f"  if (const aclnnStatus failed = check_int_array_size(kOpName, {lit(p.name)}, "
-                    f"{p.name}, kMaxIntArray)) {{",
-                    "    return failed;",
-                    "  }"]
+            out += size_check("check_int_array_size", p.name, "kMaxIntArray")
     position = structure_position(op)
     for i, rule in enumerate(op.rules):
         if i == position:

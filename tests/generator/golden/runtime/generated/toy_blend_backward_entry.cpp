@@ -98,7 +98,7 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
     return reject(kParamNullptr, kOpName, "alpha must not be null");
   }
   if (const aclnnStatus failed = check_int_array_size(kOpName, "dims", dims, kMaxIntArray)) {
-    return failed;
+    return failed;  // kSuccess is 0: any other value is the recorded failure
   }
   // Rule 1 (not_null, registry/toy_blend_backward.yaml:48): 161001 #1
   if (!present(gradOut)) {
