@@ -343,9 +343,7 @@ cdef ScalarArg scalar_arg(object value, str name):
                 raise TypeError(f"{name}: expected a number, got {type(value).__name__} {value!r}") from None
             holder = np.asarray(float(value), dtype=np.float64)
         else:
-            if not -(1 << 63) <= v < (1 << 63):
-                raise _invalid(f"{name}: {v} is outside the int64 range")
-            holder = np.asarray(v, dtype=np.int64)
+            holder = np.asarray(int64_value(v, name), dtype=np.int64)
     code = _NUMPY_TO_ACL.get(holder.dtype)
     if code is None or code in (ACL_COMPLEX64, ACL_COMPLEX128):
         raise _invalid(f"{name}: a scalar of dtype {holder.dtype} is not supported")
@@ -372,11 +370,10 @@ cdef IntArrayArg int_array_arg(object values, str name):
     items = []
     for i, v in enumerate(raw):
         try:
-            items.append(operator.index(v))
+            operator.index(v)
         except TypeError:
             raise _invalid(f"{name}: entry {i} is {v!r}, not an integer") from None
-        if not -(1 << 63) <= items[i] < (1 << 63):
-            raise _invalid(f"{name}: entry {i} ({items[i]}) is outside the int64 range")
+        items.append(int64_value(v, f"{name}: entry {i}"))
     holder = np.array(items, dtype=np.int64)
     arg.ptr = aclCreateIntArray(<const int64_t*>cnp.PyArray_DATA(holder), len(items))
     if arg.ptr == NULL:
