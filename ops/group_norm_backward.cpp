@@ -17,8 +17,8 @@
 // and layout only (results never depend on threads):
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
-//     still in cache (a group bigger than half an L2 writes its channels last to first, so the
-//     write pass starts on what the sums pass left in L2);
+//     still in cache (bigger groups write their channels last to first, so that the write pass
+//     starts on what the sums pass left in L1 or L2: writes_backward_for);
 //   * chunked (other groups): plane sums in fixed chunks of kPlaneChunk (partials in the
 //     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk;
 //   * channel rows (channels-last operands, or HxW == 1 with groups narrower than a vector):
@@ -60,9 +60,11 @@ constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short p
 constexpr int64_t kBatchGroupMax = 1024;
 constexpr int64_t kBatchMax = 256;
 constexpr int64_t kBatchElems = 16384;
-// Fused groups whose dY and X take more bytes than this write dX channel by channel backwards
-// (Kernel::writes_backward).
+// Fused groups write dX channel by channel backwards (writes_backward_for) when their dY and X
+// take more bytes than kBackwardWriteBytes, or (fp32) more than kL1Bytes in a call whose
+// operands fit half of the last-level cache.
 constexpr uint64_t kBackwardWriteBytes = 512 << 10;
+constexpr uint64_t kL1Bytes = 32 << 10;  // L1d of Zen 4 (48 KiB on recent Intel cores)
 
 struct Plan {
   int64_t N = 0, C = 0, HxW = 0, G = 1, D = 1;
@@ -128,6 +130,29 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   p.row_part_at = at, at += p.row_chunks > 1 ? 2 * NC * p.row_chunks : 0;
   p.total = at;
   return p;
+}
+
+// Whether the fused schedule's second pass takes a group's channels last to first: it then starts
+// on the lines the sums pass read last, which are still in L1 (or, for a group bigger than half an
+// L2, in L2), before it reaches what the sums pass left further out. 2 threads, in-process A/B:
+//   * groups over half an L2 (1 MiB on Zen 4): a forward pass would first fetch the evicted head
+//     of the group, evicting the lines it needs next. N1 C128 256x256 G32 (1-2 MiB groups): bf16
+//     0.91x, fp16 0.95x, fp32 0.97x the time.
+//   * fp32 groups over the L1 in calls whose operands stay in the L3 (at most half of it):
+//     N2 C1280 16x16 (80 KiB groups) 0.92-0.94x, N1 C2560 8x8 (40 KiB) 0.77-0.91x, N4 C256 32x32
+//     (64 KiB) 0.92-0.96x, N2 C640 32x32 and N1 C1280 32x32 (160 and 320 KiB) 0.94-0.99x. fp16
+//     and bf16 gain nothing there (0.97-1.04x; an earlier machine 1.03-1.11x): the conversions
+//     bound their passes, not the L1's fill.
+//   * elsewhere the forward pass wins: it ends where the next group's sums start, which the
+//     hardware prefetcher is already streaming. Groups within the L1 (N32 C64 32x32 G32, 16 KiB)
+//     backwards took 1.05-1.09x the time; calls of 25 MB (N4 C512 32x32, N1 C512 64x64) up to
+//     1.05-1.08x, where the sums pass reads from memory and each group's start then waits for it.
+bool writes_backward_for(const Plan& p, uint64_t elem_bytes) {
+  if (p.empty) return false;  // (An empty plan's D and HxW may be anything: see make_plan.)
+  const uint64_t group_bytes = uint64_t(p.D * p.HxW) * 2 * elem_bytes;
+  const uint64_t call_bytes = uint64_t(p.N * p.C * p.HxW) * 3 * elem_bytes;
+  if (group_bytes > kBackwardWriteBytes) return true;
+  return elem_bytes == 4 && group_bytes > kL1Bytes && !streams_worthwhile(2 * call_bytes, 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -267,13 +292,8 @@ struct Kernel {
   const bool contiguous;  // every operand (group(): no offsets to compute)
   const bool runs;        // every operand's groups are unit-stride runs: the vector kernels apply
   const bool stream;  // dX overflows the last-level cache: streaming stores
-  // The fused schedule's second pass takes the group's channels last to first when the group
-  // overflows half of an L2 (1 MiB on Zen 4): the sums pass has just left the group's last
-  // lines in L2, and a forward pass would first fetch the evicted head of the group, evicting
-  // the lines it needs next. N1 C128 256x256 G32 (1-2 MiB groups), 2 threads, in-process A/B:
-  // bf16 0.91x, fp16 0.95x, fp32 0.97x the time. Groups within the L2 keep the forward order:
-  // it ends where the next group's sums start, which the hardware prefetcher is already
-  // streaming (backwards there measured 1.01-1.10x the time).
+  // The fused schedule's second pass takes the group's channels last to first (see
+  // writes_backward_for).
   const bool writes_backward;
   const T* dy0;
   const T* x0;
@@ -296,8 +316,7 @@ struct Kernel {
         stream(plan.need_dx && !plan.empty && fdx.contiguous() &&
                streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
                stream_runs_fit(args.gradInput.ptr<T>(), run_elems(plan) * sizeof(T))),
-        // (An empty plan's D and HxW may be anything: see make_plan.)
-        writes_backward(!plan.empty && uint64_t(plan.D * plan.HxW) * 2 * sizeof(T) > kBackwardWriteBytes),
+        writes_backward(writes_backward_for(plan, sizeof(T))),
         dy0(args.gradOut.ptr<const T>()),
         x0(args.input.ptr<const T>()),
         dx0(plan.need_dx ? args.gradInput.ptr<T>() : nullptr),
@@ -629,7 +648,8 @@ struct Kernel {
     // handed out, the small UNet shapes took 1.00-1.07x their time (each thread's next group no
     // longer starts where its last one ended, which may be why).
     const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, p.D * p.HxW));
-    if (writes_backward) parallel_for_dynamic(NG, grain, groups);
+    const bool big_groups = uint64_t(p.D * p.HxW) * 2 * sizeof(T) > kBackwardWriteBytes;
+    if (big_groups) parallel_for_dynamic(NG, grain, groups);
     else parallel_for(NG, grain, groups);
   }
 

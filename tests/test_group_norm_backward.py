@@ -122,8 +122,9 @@ def test_documented_example_two_phase():
 
 # --------------------------------------------------------------------------------------------
 # Numbers across schedules: fused groups, short planes (HxW < SIMD width, HxW == 1), groups too
-# big for one task (chunked, several 16384-element chunks per plane), fused groups bigger than
-# half an L2 (dX written channel by channel backwards: (4, 6, 250, 250)), with and without gamma.
+# big for one task (chunked, several 16384-element chunks per plane), fused groups whose dX is
+# written channel by channel backwards (bigger than half an L2: (4, 6, 250, 250); fp32 groups
+# over the L1 in a call within the L3: (2, 8, 1000), (2, 16, 32, 32)), with and without gamma.
 
 CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28), 4, 32, 784, 8),
          ((3, 8), 3, 8, 1, 4), ((64, 64), 64, 64, 1, 32), ((2, 6, 3), 2, 6, 3, 6), ((5, 12, 7), 5, 12, 7, 3),
@@ -138,7 +139,8 @@ CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28),
          # small groups with HxW >= 16 in batches (crossing samples, cut by the thread shares); one
          # channel per group (coefficients a vector of groups at a time), HxW 16 and 1024 at the edges
          ((3, 300, 20), 3, 300, 20, 300), ((2, 17, 4, 4), 2, 17, 16, 17), ((2, 5, 32, 32), 2, 5, 1024, 5),
-         ((9, 24, 20), 9, 24, 20, 8), ((3, 12, 16, 16), 3, 12, 256, 3), ((2, 8, 300), 2, 8, 300, 2)]
+         ((9, 24, 20), 9, 24, 20, 8), ((3, 12, 16, 16), 3, 12, 256, 3), ((2, 8, 300), 2, 8, 300, 2),
+         ((2, 16, 32, 32), 2, 16, 1024, 2)]
 
 
 # gradOut, input and gradInput (through out=) channels-last: rows of C channels per sample.
