@@ -90,6 +90,7 @@ def config() -> dict:
         "bf16_convert": ("avx512bf16 instructions" if _config.bf16_instructions() and _config.get_isa() == "avx512"
                          else "integer rounding"),
         "threads": _config.get_num_threads(),
+        "caches": f"L1d {_config.l1d_bytes() >> 10} KiB, last level {_config.llc_bytes() >> 20} MiB (as the kernels plan)",
         "openmp": bool(_config.openmp()),
         "product": _config.get_product(),
         "soc": _config.soc_name(),

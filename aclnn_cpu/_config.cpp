@@ -128,6 +128,8 @@ PYBIND11_MODULE(_config, m) {
   m.def("set_llc_bytes", &aclnn_cpu::set_last_level_cache_bytes, py::arg("bytes"),
         "Override llc_bytes() for this process (0 restores the detected size). Outputs of ops "
         "whose traffic exceeds it go out with streaming stores; the values are the same.");
+  m.def("l1d_bytes", &aclnn_cpu::l1_data_cache_bytes,
+        "Level-1 data cache size the kernels plan traversal orders with (bytes).");
   m.def("simd_convert", &simd_convert, py::arg("src"), py::arg("from_code"), py::arg("dst"),
         py::arg("to_code"), py::arg("path"),
         "Test hook: converts contiguous src into dst with the active level's SIMD loads and "

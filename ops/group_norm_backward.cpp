@@ -61,10 +61,9 @@ constexpr int64_t kBatchGroupMax = 1024;
 constexpr int64_t kBatchMax = 256;
 constexpr int64_t kBatchElems = 16384;
 // Fused groups write dX channel by channel backwards (writes_backward_for) when their dY and X
-// take more bytes than kBackwardWriteBytes, or (fp32) more than kL1Bytes in a call whose
+// take more bytes than kBackwardWriteBytes, or (fp32) more than the L1 data cache in a call whose
 // operands fit half of the last-level cache.
 constexpr uint64_t kBackwardWriteBytes = 512 << 10;
-constexpr uint64_t kL1Bytes = 32 << 10;  // L1d of Zen 4 (48 KiB on recent Intel cores)
 
 struct Plan {
   int64_t N = 0, C = 0, HxW = 0, G = 1, D = 1;
@@ -138,11 +137,11 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
 //   * groups over half an L2 (1 MiB on Zen 4): a forward pass would first fetch the evicted head
 //     of the group, evicting the lines it needs next. N1 C128 256x256 G32 (1-2 MiB groups): bf16
 //     0.91x, fp16 0.95x, fp32 0.97x the time.
-//   * fp32 groups over the L1 in calls whose operands stay in the L3 (at most half of it):
-//     N2 C1280 16x16 (80 KiB groups) 0.92-0.94x, N1 C2560 8x8 (40 KiB) 0.77-0.91x, N4 C256 32x32
-//     (64 KiB) 0.92-0.96x, N2 C640 32x32 and N1 C1280 32x32 (160 and 320 KiB) 0.94-0.99x. fp16
-//     and bf16 gain nothing there (0.97-1.04x; an earlier machine 1.03-1.11x): the conversions
-//     bound their passes, not the L1's fill.
+//   * fp32 groups over the L1 (32 KiB on Zen 4) in calls whose operands stay in the L3 (at most
+//     half of it): N2 C1280 16x16 (80 KiB groups) 0.92-0.94x, N1 C2560 8x8 (40 KiB) 0.77-0.91x,
+//     N4 C256 32x32 (64 KiB) 0.92-0.96x, N2 C640 32x32 and N1 C1280 32x32 (160 and 320 KiB)
+//     0.94-0.99x. fp16 and bf16 gain nothing there (0.97-1.04x; an earlier machine 1.03-1.11x):
+//     the conversions bound their passes, not the L1's fill.
 //   * elsewhere the forward pass wins: it ends where the next group's sums start, which the
 //     hardware prefetcher is already streaming. Groups within the L1 (N32 C64 32x32 G32, 16 KiB)
 //     backwards took 1.05-1.09x the time; calls of 25 MB (N4 C512 32x32, N1 C512 64x64) up to
@@ -152,7 +151,7 @@ bool writes_backward_for(const Plan& p, uint64_t elem_bytes) {
   const uint64_t group_bytes = uint64_t(p.D * p.HxW) * 2 * elem_bytes;
   const uint64_t call_bytes = uint64_t(p.N * p.C * p.HxW) * 3 * elem_bytes;
   if (group_bytes > kBackwardWriteBytes) return true;
-  return elem_bytes == 4 && group_bytes > kL1Bytes && !streams_worthwhile(2 * call_bytes, 1);
+  return elem_bytes == 4 && group_bytes > l1_data_cache_bytes() && !streams_worthwhile(2 * call_bytes, 1);
 }
 
 // ---------------------------------------------------------------------------------------------

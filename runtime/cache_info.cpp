@@ -1,4 +1,5 @@
-// Size of the last-level cache one core can use, for the kernels' streaming-store decisions.
+// Sizes of cpu0's L1 data cache and of the last-level cache one core can use, for the kernels'
+// traversal-order and streaming-store decisions.
 //
 // sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) can report the whole package (in a KVM
 // guest on an AMD EPYC host it gives 320 MiB, ten CCDs' worth, while cpu0's L3 is 32 MiB),
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "aclnn_cpu/cache_info.h"
 
@@ -28,12 +30,41 @@ uint64_t read_size(const char* path) {
   return uint64_t(value) * scale;
 }
 
+// The size in cpu0's sysfs cache entry `index`; `level` and `type` ("Data", "Unified") must
+// match when given.
+uint64_t cache_entry_size(int index, int level, const char* type) {
+  char path[96];
+  if (level > 0) {
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+    if (read_size(path) != uint64_t(level)) return 0;
+  }
+  if (type != nullptr) {
+    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+    std::FILE* f = std::fopen(path, "r");
+    if (f == nullptr) return 0;
+    char text[32] = {0};
+    const int got = std::fscanf(f, "%31s", text);
+    std::fclose(f);
+    if (got != 1 || std::strcmp(text, type) != 0) return 0;
+  }
+  std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+  return read_size(path);
+}
+
+uint64_t detect_l1d() {
+  for (int index = 0; index < 8; ++index)
+    if (const uint64_t size = cache_entry_size(index, 1, "Data")) return size;
+  long size = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+  size = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+#endif
+  return size > 0 ? uint64_t(size) : uint64_t(32) << 10;
+}
+
 uint64_t detect() {
   uint64_t best = 0;
-  char path[96];
   for (int index = 0; index < 8; ++index) {  // the largest of cpu0's caches is the last level
-    std::snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-    const uint64_t size = read_size(path);
+    const uint64_t size = cache_entry_size(index, 0, nullptr);
     if (size > best) best = size;
   }
   if (best > 0) return best;
@@ -65,6 +96,11 @@ uint64_t last_level_cache_bytes() {
     }
     return detect();
   }();
+  return bytes;
+}
+
+uint64_t l1_data_cache_bytes() {
+  static const uint64_t bytes = detect_l1d();
   return bytes;
 }
 
