@@ -216,18 +216,41 @@ struct Coef {
   float c1, c2, c3, mean;
 };
 
+// fp32 planes of at least this many elements start their vector loop on dY's line (see
+// plane_write).
+constexpr int64_t kAlignLoadsMinElems = 128;
+
 template <bool kStream, class T>
 ACLNN_ALWAYS_INLINE void plane_write(const T* dy, const T* x, T* dx, int64_t len, const Coef& k) {
   const VecF c1 = set1(k.c1), c2 = set1(k.c2), c3 = set1(k.c3), m = set1(k.mean);
+  const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
+    if (count == kWidth) return fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3));
+    return fma(c1, load_partial(dy + i, count), fma(c2, load_partial(x + i, count) - m, c3));
+  };
+  // fp32 inputs off a line (NumPy puts big arrays 16 bytes past one): the plane's first values
+  // up to dY's next line go out as one partial vector, so that every later load of dY (and of
+  // X, which has the same offset when both come from NumPy) reads one line instead of two; dX's
+  // stores may then straddle lines instead. Each value is the same lane-wise expression, so the
+  // results are too. 2 threads, in-process A/B, inputs 4-48 bytes past a line: N2 C1280 16x16
+  // and N2 C640 32x32 0.91-0.95x the time, N4 C256 32x32 and N32 C64 32x32 0.91-0.95x; with dX
+  // also off a line 0.91-0.96x; shorter planes (8x8, 10x10) gained nothing, 16-bit data neither
+  // (0.98-1.03x: their loop is bound by the conversions), nor the AVX2 level's 32-byte loads
+  // (0.99-1.01x). Streamed stores keep dX's alignment, which they need.
+  if constexpr (!kStream && sizeof(T) == 4 && kWidth == 16) {
+    if (len >= kAlignLoadsMinElems) {
+      const int64_t head = head_to<64>(dy, len);
+      if (head > 0 && head < len) {
+        store_partial(dx, value(0, head), head);
+        dy += head, x += head, dx += head, len -= head;
+      }
+    }
+  }
   // The coefficients are broadcasts, so pairs of dY, X and dX (one layout) line up lane for lane.
   const auto pair = [&](int64_t i) __attribute__((always_inline)) {
     const Pair d = load_pair(dy + i), v = load_pair(x + i);
     return Pair{fma(c1, d.a, fma(c2, v.a - m, c3)), fma(c1, d.b, fma(c2, v.b - m, c3))};
   };
-  store_run_pairs<kStream>(dx, len, pair, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
-    if (count == kWidth) return fma(c1, load(dy + i), fma(c2, load(x + i) - m, c3));
-    return fma(c1, load_partial(dy + i, count), fma(c2, load_partial(x + i, count) - m, c3));
-  });
+  store_run_pairs<kStream>(dx, len, pair, value);
 }
 
 template <class T>

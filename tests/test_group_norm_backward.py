@@ -373,18 +373,25 @@ def copy_at_line_offset(arr, offset):
 # Bitwise identical results wherever dY and X sit in memory (each at its own offset from a cache
 # line, the same or different): the summation order must be a function of the shape alone, e.g.
 # no loads that start from an aligned address and so regroup the lanes. Planes long and short,
-# with and without a partial last vector, fused and chunked schedules.
+# with and without a partial last vector, fused, batched and chunked schedules; gradInput at
+# offsets of its own too (fp32 planes of 128+ elements start their dX loop on dY's line:
+# (3, 4, 129), (2, 8, 256), (1, 3, 1000)).
 @pytest.mark.parametrize("shape,N,C,HxW,G", [((2, 8, 100), 2, 8, 100, 4), ((1, 3, 1000), 1, 3, 1000, 1),
                                              ((2, 4, 64), 2, 4, 64, 2), ((1, 2, 40000), 1, 2, 40000, 1),
-                                             ((2, 6, 17), 2, 6, 17, 3), ((3, 4, 127), 3, 4, 127, 2)], ids=str)
+                                             ((2, 6, 17), 2, 6, 17, 3), ((3, 4, 127), 3, 4, 127, 2),
+                                             ((3, 4, 129), 3, 4, 129, 2), ((2, 8, 256), 2, 8, 256, 4)], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_at_any_address(isa, shape, N, C, HxW, G, dtype):
     rng = np.random.default_rng(HxW)
     dy, x, *rest = make(rng, shape, N, C, HxW, G, dtype)
     step = dtype.itemsize
     results = set()
-    for dy_off, x_off in [(0, 0), (16, 16), (step, step), (48, 48), (64 - step, 64 - step), (16, 0), (0, 32 + step)]:
-        outs = ac.group_norm_backward(copy_at_line_offset(dy, dy_off), copy_at_line_offset(x, x_off), *rest, ALL)
+    for dy_off, x_off, dx_off in [(0, 0, 0), (16, 16, 0), (step, step, 16), (48, 48, 48), (64 - step, 64 - step, step),
+                                  (16, 0, 32), (0, 32 + step, 0)]:
+        dx = at_line_offset(shape, dtype, dx_off)
+        dx[...] = np.nan
+        outs = ac.group_norm_backward(copy_at_line_offset(dy, dy_off), copy_at_line_offset(x, x_off), *rest, ALL,
+                                      out=(dx, np.empty(C, dtype), np.empty(C, dtype)))
         results.add(b"".join(r.tobytes() for r in outs))
     assert len(results) == 1
 
