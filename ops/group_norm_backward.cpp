@@ -229,8 +229,8 @@ ACLNN_ALWAYS_INLINE void plane_write(const T* dy, const T* x, T* dx, int64_t len
   };
   // fp32 inputs off a line (NumPy puts big arrays 16 bytes past one): the plane's first values
   // up to dY's next line go out as one partial vector, so that every later load of dY (and of
-  // X, which has the same offset when both come from NumPy) reads one line instead of two; dX's
-  // stores may then straddle lines instead. Each value is the same lane-wise expression, so the
+  // X when it has dY's offset, as arrays NumPy maps afresh do) reads one line instead of two;
+  // dX's stores may then straddle lines instead. Each value is the same lane-wise expression, so the
   // results are too. 2 threads, in-process A/B, inputs 4-48 bytes past a line: N2 C1280 16x16
   // and N2 C640 32x32 0.91-0.95x the time, N4 C256 32x32 and N32 C64 32x32 0.91-0.95x; with dX
   // also off a line 0.91-0.96x; shorter planes (8x8, 10x10) gained nothing, 16-bit data neither
