@@ -131,6 +131,12 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   return p;
 }
 
+// Bytes of one group's dY and X, and of the call's three [N, C, HxW] operands (a non-empty plan).
+uint64_t group_bytes(const Plan& p, uint64_t elem_bytes) { return uint64_t(p.D * p.HxW) * 2 * elem_bytes; }
+uint64_t call_bytes(const Plan& p, uint64_t elem_bytes) { return uint64_t(p.N * p.C * p.HxW) * 3 * elem_bytes; }
+// Groups too big for half an L2: written backwards, and handed out to the threads one at a time.
+bool big_groups(const Plan& p, uint64_t elem_bytes) { return group_bytes(p, elem_bytes) > kBackwardWriteBytes; }
+
 // Whether the fused schedule's second pass takes a group's channels last to first: it then starts
 // on the lines the sums pass read last, which are still in L1 (or, for a group bigger than half an
 // L2, in L2), before it reaches what the sums pass left further out. 2 threads, in-process A/B:
@@ -148,10 +154,9 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
 //     1.05-1.08x, where the sums pass reads from memory and each group's start then waits for it.
 bool writes_backward_for(const Plan& p, uint64_t elem_bytes) {
   if (p.empty) return false;  // (An empty plan's D and HxW may be anything: see make_plan.)
-  const uint64_t group_bytes = uint64_t(p.D * p.HxW) * 2 * elem_bytes;
-  const uint64_t call_bytes = uint64_t(p.N * p.C * p.HxW) * 3 * elem_bytes;
-  if (group_bytes > kBackwardWriteBytes) return true;
-  return elem_bytes == 4 && group_bytes > l1_data_cache_bytes() && !streams_worthwhile(2 * call_bytes, 1);
+  if (big_groups(p, elem_bytes)) return true;
+  return elem_bytes == 4 && group_bytes(p, elem_bytes) > l1_data_cache_bytes() &&
+         !streams_worthwhile(2 * call_bytes(p, elem_bytes), 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,7 +341,7 @@ struct Kernel {
         contiguous(fdy.contiguous() && fx.contiguous() && fdx.contiguous()),
         runs(!plan.empty && rdy.ok && rx.ok && rdx.ok),
         stream(plan.need_dx && !plan.empty && fdx.contiguous() &&
-               streams_worthwhile(uint64_t(plan.N * plan.C * plan.HxW) * 3 * sizeof(T), 1) &&
+               streams_worthwhile(call_bytes(plan, sizeof(T)), 1) &&
                stream_runs_fit(args.gradInput.ptr<T>(), run_elems(plan) * sizeof(T))),
         writes_backward(writes_backward_for(plan, sizeof(T))),
         dy0(args.gradOut.ptr<const T>()),
@@ -670,8 +675,7 @@ struct Kernel {
     // handed out, the small UNet shapes took 1.00-1.07x their time (each thread's next group no
     // longer starts where its last one ended, which may be why).
     const int64_t grain = std::max<int64_t>(1, kGrainElems / std::max<int64_t>(1, p.D * p.HxW));
-    const bool big_groups = uint64_t(p.D * p.HxW) * 2 * sizeof(T) > kBackwardWriteBytes;
-    if (big_groups) parallel_for_dynamic(NG, grain, groups);
+    if (big_groups(p, sizeof(T))) parallel_for_dynamic(NG, grain, groups);
     else parallel_for(NG, grain, groups);
   }
 
