@@ -4,13 +4,16 @@
 //   op        phase 1 + phase 2 of aclnnGroupNormBackward (all three outputs);
 //   grouped   one task per (n, group): plane sums, then dX over the group (the op's schedule);
 //   sums      the sums pass alone over all groups (reads dY and X from L3);
-//   write     the write pass alone over all groups (reads dY and X from L3, writes dX).
+//   write     the write pass alone over all groups (reads dY and X from L3, writes dX);
+//   backward  grouped, with dX written plane by plane from the group's last channel (the op's
+//             order for fp32 groups over the L1: it starts on what the sums pass left there).
 // docs/performance.md ("Targets missed") reads these. Build and run (x86-64 with AVX-512, the
 // package installed):
 //   P=$(python -c "import aclnn_cpu,os;print(os.path.dirname(aclnn_cpu.__file__))")
 //   g++ -O2 -march=native -fopenmp group_norm_op_vs_loop.cpp -I$P/include -L$P/lib
-//       -laclnn_cpu -Wl,-rpath,$P/lib -o gnop && OMP_NUM_THREADS=2 ./gnop [misalign]
-// misalign (floats, default 0) puts dY and X that far past a 64-byte line (NumPy: 4).
+//       -laclnn_cpu -Wl,-rpath,$P/lib -o gnop && OMP_NUM_THREADS=2 ./gnop [misalign [dx_misalign]]
+// misalign (floats, default 0) puts dY and X that far past a 64-byte line (NumPy: 4);
+// dx_misalign (floats, default 0) does the same for dX.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -56,7 +59,8 @@ int main(int argc, char** argv) {
   const int misalign = argc > 1 ? std::atoi(argv[1]) : 0;
   float* x = static_cast<float*>(std::aligned_alloc(4096, kCount * 4 + 4096)) + misalign;
   float* dy = static_cast<float*>(std::aligned_alloc(4096, kCount * 4 + 4096)) + misalign;
-  float* dx = static_cast<float*>(std::aligned_alloc(4096, kCount * 4));
+  const int dx_misalign = argc > 2 ? std::atoi(argv[2]) : 0;
+  float* dx = static_cast<float*>(std::aligned_alloc(4096, kCount * 4 + 4096)) + dx_misalign;
   for (long i = 0; i < kCount; ++i) {
     x[i] = float(i % 977) * 1e-3f;
     dy[i] = float((i * 7) % 13) * 0.1f - 0.6f;
@@ -81,10 +85,10 @@ int main(int argc, char** argv) {
   aclBoolArray* t_mask = aclCreateBoolArray(mask, 3);
   std::vector<char> workspace(1 << 20);
 
-  const char* names[4] = {"op", "grouped", "sums", "write"};
-  std::vector<double> times[4];
+  const char* names[5] = {"op", "grouped", "sums", "write", "backward"};
+  std::vector<double> times[5];
   for (int round = 0; round < 500; ++round) {
-    for (int v = 0; v < 4; ++v) {
+    for (int v = 0; v < 5; ++v) {
       const double t0 = now();
       if (v == 0) {
         uint64_t bytes = 0;
@@ -106,14 +110,19 @@ int main(int argc, char** argv) {
               plane_sums(dy + at + c * kHW, x + at + c * kHW, &sums[2 * (g * kD + c)]);
               total += sums[2 * (g * kD + c)];
             }
-          if (v != 2) write_run(dy + at, x + at, dx + at, kGroup, 1.0f + total * 1e-9f);
+          const float k = 1.0f + total * 1e-9f;
+          if (v == 4) {
+            for (long c = kD - 1; c >= 0; --c) write_run(dy + at + c * kHW, x + at + c * kHW, dx + at + c * kHW, kHW, k);
+          } else if (v != 2) {
+            write_run(dy + at, x + at, dx + at, kGroup, k);
+          }
         }
       }
       times[v].push_back(now() - t0);
     }
   }
-  std::printf("misalign %d floats, medians of 500 interleaved rounds:", misalign);
-  for (int v = 0; v < 4; ++v) {
+  std::printf("misalign %d / %d floats, medians of 500 interleaved rounds:", misalign, dx_misalign);
+  for (int v = 0; v < 5; ++v) {
     std::sort(times[v].begin(), times[v].end());
     std::printf("  %s %.1f us", names[v], times[v][times[v].size() / 2] * 1e6);
   }
