@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,12 @@ def built_samples(seeds_dir, tmp_path_factory, c_flags):
     work = tmp_path_factory.mktemp("samples")
     bindir = work / "bin"
     bindir.mkdir()
-    (bindir / "python").symlink_to(sys.executable)
+    # A script, not a symlink: a venv's interpreter linked from elsewhere no longer finds the
+    # venv's pyvenv.cfg (it looks beside the path it was started by) and runs without the venv's
+    # packages, aclnn_cpu among them.
+    shim = bindir / "python"
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
     env = run_environment({"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"})
     built, procs = {}, []
     for seed in SAMPLES:
