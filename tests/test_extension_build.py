@@ -11,7 +11,9 @@ One full build (about two minutes on two cores).
 """
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -35,6 +37,22 @@ def run(args, **kwargs) -> subprocess.CompletedProcess:
     assert done.returncode == 0, (f"{' '.join(map(str, args))} exited {done.returncode}\n"
                                   f"--- stdout ---\n{done.stdout[-6000:]}\n--- stderr ---\n{done.stderr[-6000:]}")
     return done
+
+
+def _toml_list(text: str, key: str) -> list:
+    """The string list `key = [...]` of pyproject.toml (its lists here are plain strings)."""
+    start = text.index("[", re.search(rf"^{key} = ", text, re.M).end() - 1)
+    return ast.literal_eval(text[start:text.index("]", start) + 1])
+
+
+def test_the_test_extra_carries_the_build_requirements():
+    # The fixture below builds with --no-build-isolation: in a fresh virtualenv, after the
+    # README's `pip install ".[test]"`, only the test extra put the build requirements there.
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    build, test = _toml_list(text, "requires"), _toml_list(text, "test")
+    assert build and test
+    missing = sorted(set(build) - set(test))
+    assert not missing, f"the test extra lacks the build requirements {missing}"
 
 
 @pytest.fixture(scope="module")
