@@ -58,6 +58,13 @@ DEBUG = env_flag("ACLNN_CPU_DEBUG")
 SANITIZE_FLAGS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
 OPT_FLAGS = ["-O0", "-g"] if DEBUG else (["-O1", "-g"] if SANITIZE else ["-O3"])
 
+# OpenMP 5.0's omp_pause_resource_all, which the fork handler of runtime/threads.cpp calls to
+# release the forking thread's worker pool (libgomp exports it in its OMP_5.0 symbol set). The
+# probe keeps older runtimes building; their forked children then run kernels on one thread.
+OMP_PAUSE_PROBE = """#include <omp.h>
+int main() { return omp_pause_resource_all(omp_pause_hard); }
+"""
+
 
 def cxx_command() -> list[str]:
     cxx = os.environ.get("CXX") or sysconfig.get_config_var("CXX") or "c++"
@@ -122,6 +129,8 @@ class CoreLibrary:
                        for name, value, flags in self.levels]
         if any("-mavx512bf16" in flags for _, _, flags in self.levels):
             self.defines.append("-DACLNN_HAVE_AVX512BF16")
+        if openmp and compiler_accepts(openmp, OMP_PAUSE_PROBE):
+            self.defines.append("-DACLNN_HAVE_OMP_PAUSE")
         self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
                         f'-DACLNN_CPU_VERSION="{project_version()}"']
                        + OPT_FLAGS + openmp + self.defines + (SANITIZE_FLAGS if SANITIZE else []))

@@ -97,7 +97,13 @@ PYBIND11_MODULE(_config, m) {
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "Threads the kernels use (>= 1); results are bitwise identical for any count.");
   m.def("get_num_threads", &aclnn_cpu::num_threads,
-        "Threads the kernels use (default: OpenMP's, which honours OMP_NUM_THREADS).");
+        "Threads the kernels use (default: OpenMP's, which honours OMP_NUM_THREADS; 1 in a process "
+        "forked where the OpenMP pool could not be released first).");
+  m.def("single_threaded_after_fork", &aclnn_cpu::single_threaded_after_fork,
+        "Whether this process was forked where the OpenMP pool could not be released first, so "
+        "that its kernels run on one thread.");
+  m.def("set_release_pool_on_fork", &aclnn_cpu::set_release_pool_on_fork, py::arg("on"),
+        "Tests only: False makes later forks leave the pool, so the children run on one thread.");
 
   m.def("set_product", &set_product, py::arg("name"),
         "Product line whose dtype rules apply: 'atlas_a2' (default), 'atlas_training' or "

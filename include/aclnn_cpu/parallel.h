@@ -12,6 +12,11 @@ namespace aclnn_cpu {
 
 int num_threads();            // threads kernels use (default: OpenMP's default, >= 1)
 void set_num_threads(int n);  // n >= 1
+// True in a process forked where the OpenMP worker pool could not be released first
+// (runtime/threads.cpp): its kernels run on one thread.
+bool single_threaded_after_fork();
+// Tests of that fallback only: false makes every later fork take it.
+void set_release_pool_on_fork(bool on);
 
 // Calls body(begin, end) on contiguous sub-ranges of [0, n), in parallel when worthwhile.
 // `grain` is the smallest range worth a thread of its own.
