@@ -64,6 +64,11 @@ OPT_FLAGS = ["-O0", "-g"] if DEBUG else (["-O1", "-g"] if SANITIZE else ["-O3"])
 OMP_PAUSE_PROBE = """#include <omp.h>
 int main() { return omp_pause_resource_all(omp_pause_hard); }
 """
+# LLVM's and Intel's OpenMP runtimes (kmp_* entry points) re-initialise themselves in a forked
+# child; there a pause before each fork would only shut down regions other threads may be running.
+OMP_KMP_PROBE = """extern "C" void kmp_set_defaults(const char*);
+int main() { kmp_set_defaults(""); return 0; }
+"""
 
 
 def cxx_command() -> list[str]:
@@ -129,7 +134,9 @@ class CoreLibrary:
                        for name, value, flags in self.levels]
         if any("-mavx512bf16" in flags for _, _, flags in self.levels):
             self.defines.append("-DACLNN_HAVE_AVX512BF16")
-        if openmp and compiler_accepts(openmp, OMP_PAUSE_PROBE):
+        if openmp and compiler_accepts(openmp, OMP_KMP_PROBE):
+            self.defines.append("-DACLNN_OMP_HANDLES_FORK")
+        elif openmp and compiler_accepts(openmp, OMP_PAUSE_PROBE):
             self.defines.append("-DACLNN_HAVE_OMP_PAUSE")
         self.common = (["-std=c++17", "-fPIC", "-Wall", "-Wno-unknown-pragmas", f"-I{ROOT / 'include'}",
                         f'-DACLNN_CPU_VERSION="{project_version()}"']

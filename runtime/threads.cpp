@@ -31,7 +31,9 @@ std::atomic<int> chosen_threads{0};  // 0: not chosen, use the default
 // workers, tens of microseconds once), so the child starts with none and builds its own. Where
 // that is not possible (a runtime without it, or a fork from inside a parallel region, where it
 // fails), the child and its descendants run every kernel on one thread: the same results
-// (bitwise identical for any thread count), never a hang.
+// (bitwise identical for any thread count), never a hang. LLVM's and Intel's runtimes
+// (ACLNN_OMP_HANDLES_FORK, probed by setup.py) re-initialise themselves in the child and need
+// none of this.
 std::atomic<bool> one_thread_after_fork{false};
 thread_local bool pool_released_for_fork = false;  // the forking thread's, which the child inherits
 std::atomic<bool> release_pool_on_fork{true};  // false only in tests of the fallback
@@ -48,7 +50,7 @@ void in_forked_child() {
   if (!pool_released_for_fork) one_thread_after_fork.store(true, std::memory_order_relaxed);
 }
 
-#ifdef _OPENMP
+#if defined(_OPENMP) && !defined(ACLNN_OMP_HANDLES_FORK)
 [[maybe_unused]] const int fork_handlers_registered = pthread_atfork(before_fork, nullptr, in_forked_child);
 #endif
 
