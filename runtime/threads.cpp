@@ -28,7 +28,8 @@ std::atomic<int> chosen_threads{0};  // 0: not chosen, use the default
 // the child's first parallel region waits forever for workers that do not exist (Python's
 // multiprocessing forks by default on Linux before 3.14). Before every fork the forking thread
 // releases its pool (OpenMP 5.0's omp_pause_resource_all; the parent's next region starts new
-// workers, tens of microseconds once), so the child starts with none and builds its own. Where
+// workers: 0.1-0.2 ms once, beside the 0.5-0.6 ms the fork's copy-on-write faults add to a 4 MB
+// call then anyway), so the child starts with none and builds its own. Where
 // that is not possible (a runtime without it, or a fork from inside a parallel region, where it
 // fails), the child and its descendants run every kernel on one thread: the same results
 // (bitwise identical for any thread count), never a hang. LLVM's and Intel's runtimes
