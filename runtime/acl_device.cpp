@@ -11,6 +11,7 @@
 #include "acl/acl.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
+#include "fork_guard.h"
 #include "runtime_internal.h"
 
 namespace aclnn_cpu {
@@ -26,6 +27,7 @@ struct Stream {
 constexpr int32_t kOnlyDevice = 0;
 
 std::mutex handles_mutex;
+[[maybe_unused]] const int handles_mutex_fork_guard = hold_across_fork<handles_mutex>();
 // Never destroyed: handles may be released from static destructors at exit.
 std::unordered_set<const void*>& live_contexts() {
   static auto* set = new std::unordered_set<const void*>();

@@ -13,12 +13,14 @@
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/product.h"
 #include "aclnn_cpu/status.h"
+#include "fork_guard.h"
 #include "runtime_internal.h"
 
 namespace aclnn_cpu {
 namespace {
 
 std::mutex init_mutex;
+[[maybe_unused]] const int init_mutex_fork_guard = hold_across_fork<init_mutex>();
 bool initialized = false;
 
 // What the configuration file of the current aclInit changed, and the values before: aclFinalize

@@ -9,6 +9,7 @@
 
 #include "acl/acl.h"
 #include "aclnn_cpu/status.h"
+#include "fork_guard.h"
 #include "runtime_internal.h"
 
 namespace aclnn_cpu {
@@ -19,6 +20,7 @@ constexpr size_t kAlignment = 64;
 enum class MemoryKind { Device, Host };
 
 std::mutex allocations_mutex;
+[[maybe_unused]] const int allocations_mutex_fork_guard = hold_across_fork<allocations_mutex>();
 std::unordered_map<void*, MemoryKind>& allocations() {
   static auto* map = new std::unordered_map<void*, MemoryKind>();  // never destroyed (exit order)
   return *map;

@@ -14,6 +14,7 @@
 #include "aclnn/aclnn_base.h"
 #include "aclnn_cpu/executor.h"
 #include "aclnn_cpu/status.h"
+#include "fork_guard.h"
 #include "runtime_internal.h"
 
 namespace aclnn_cpu {
@@ -25,6 +26,7 @@ struct Liveness {
 };
 
 std::mutex registry_mutex;
+[[maybe_unused]] const int registry_mutex_fork_guard = hold_across_fork<registry_mutex>();
 std::unordered_map<aclOpExecutor*, Liveness>& registry() {
   // Never destroyed: executors may be released from other static destructors at exit.
   static auto* live = new std::unordered_map<aclOpExecutor*, Liveness>();
