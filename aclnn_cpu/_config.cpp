@@ -102,6 +102,9 @@ PYBIND11_MODULE(_config, m) {
   m.def("single_threaded_after_fork", &aclnn_cpu::single_threaded_after_fork,
         "Whether this process was forked where the OpenMP pool could not be released first, so "
         "that its kernels run on one thread.");
+  m.def("has_fork_pool_handler", &aclnn_cpu::has_fork_pool_handler,
+        "Whether this build releases GNU OpenMP's worker pool before each fork (and falls back to "
+        "one thread in the child where it cannot).");
   m.def("set_release_pool_on_fork", &aclnn_cpu::set_release_pool_on_fork, py::arg("on"),
         "Tests only: False makes later forks leave the pool, so the children run on one thread.");
 

@@ -52,7 +52,10 @@ void in_forked_child() {
 }
 
 #if defined(_OPENMP) && !defined(ACLNN_OMP_HANDLES_FORK)
+constexpr bool kPoolHandler = true;
 [[maybe_unused]] const int fork_handlers_registered = pthread_atfork(before_fork, nullptr, in_forked_child);
+#else
+constexpr bool kPoolHandler = false;
 #endif
 
 }  // namespace
@@ -62,6 +65,8 @@ int num_threads() {
   int n = chosen_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : default_threads();
 }
+
+bool has_fork_pool_handler() { return kPoolHandler; }
 
 void set_release_pool_on_fork(bool on) { release_pool_on_fork.store(on, std::memory_order_relaxed); }
 

@@ -15,6 +15,9 @@ void set_num_threads(int n);  // n >= 1
 // True in a process forked where the OpenMP worker pool could not be released first
 // (runtime/threads.cpp): its kernels run on one thread.
 bool single_threaded_after_fork();
+// Whether this build has that fork handler (GNU OpenMP; other runtimes handle forks themselves,
+// and without OpenMP there is no pool).
+bool has_fork_pool_handler();
 // Tests of that fallback only: false makes every later fork take it.
 void set_release_pool_on_fork(bool on);
 
