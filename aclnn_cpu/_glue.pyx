@@ -216,7 +216,10 @@ cdef int _from_dlpack(TensorArg arg, object obj, str name) except -1:
     cdef int64_t expect = 1
     cdef int i
     if hasattr(obj, "__dlpack_device__"):
-        device = obj.__dlpack_device__()
+        try:
+            device = obj.__dlpack_device__()
+        except Exception as exc:  # torch raises ValueError for devices DLPack has no code for (meta)
+            raise _invalid(f"{name}: {type(obj).__name__} has no DLPack device: {exc}") from None
         if int(device[0]) != kDLCPU:
             raise _invalid(f"{name}: DLPack device {tuple(device)} is not the CPU")
     try:

@@ -227,6 +227,21 @@ def test_torch_tensors_in_and_out(torch):
         ac.softmax_backward(go.requires_grad_(), y, 0)
 
 
+def test_torch_tensors_off_the_cpu_are_invalid(torch):
+    # A meta tensor has no DLPack device code: torch's __dlpack_device__ raises a bare ValueError,
+    # which used to escape without the op's name, the argument's or a status.
+    meta = torch.empty(4, 2, device="meta")
+    out = np.full((4, 2), 7.0, np.float32)
+    for args in ((meta, Y), (GO, meta)):
+        with pytest.raises(ac.ParamInvalidError) as info:
+            ac.softmax_backward(*args, 0, out=out)
+        assert info.value.status == 161002 and "DLPack device" in str(info.value)
+        assert "aclnnSoftmaxBackward" in str(info.value)
+    with pytest.raises(ac.ParamInvalidError):
+        ac.softmax_backward(GO, Y, 0, out=torch.empty(4, 2, device="meta"))
+    assert (out == 7.0).all()
+
+
 def test_concurrent_calls_from_many_threads():
     rng = np.random.default_rng(1)
     cases = [(rng.standard_normal((33, 17)).astype(np.float32), rng.random((33, 17)).astype(np.float32))
