@@ -3,12 +3,15 @@ thresholds (register, buffered and long Softmax rows, short and column blocks; f
 short-plane and chunked GroupNorm groups; PReLU's weight layouts; GridSampler's channel blocks,
 compact and split schedules) and random input layouts, on every ISA variant. Each result is
 checked against the float64 reference and derived error bound of the op's own test module, and
-must be bitwise the same on 1 and 2 threads. The per-op tests pin each path with chosen shapes;
+must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path with chosen shapes;
 this draws the combinations nobody chose.
 
 ACLNN_CPU_RANDOM_CALLS (default 6) sets the calls per op, seed and ISA variant: a long campaign
 is `ACLNN_CPU_RANDOM_CALLS=500 pytest tests/test_random_calls.py`, and ACLNN_CPU_RANDOM_SEED=k
-(default 0) draws it from seeds k..k+2 instead of 0..2."""
+(default 0) draws it from seeds k..k+2 instead of 0..2. ACLNN_CPU_RANDOM_THREADS (default "2,5")
+lists the thread counts compared with one thread, e.g. "3,7,16,64": a many-core machine's
+counts, which a 2-core machine runs oversubscribed (the results must not depend on the count).
+"""
 from __future__ import annotations
 
 import os
@@ -27,6 +30,7 @@ CALLS = int(os.environ.get("ACLNN_CPU_RANDOM_CALLS", "6"))
 # ACLNN_CPU_RANDOM_SEED shifts the three seeds, so a campaign can draw calls no earlier one did.
 SEED0 = int(os.environ.get("ACLNN_CPU_RANDOM_SEED", "0"))
 SEEDS = range(SEED0, SEED0 + 3)
+THREAD_COUNTS = [int(n) for n in os.environ.get("ACLNN_CPU_RANDOM_THREADS", "2,5").split(",")]
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 MAX_ELEMENTS = 1 << 19  # the float64 references stay quick
 # Lengths at and around the kernels' thresholds: vector widths (8, 16), Softmax's short (64),
@@ -52,16 +56,18 @@ def layout(rng, a):
 
 
 def on_both_thread_counts(threads, call):
-    """call() on 1 and on 2 threads: the results (copies) of the second, which must equal the first."""
+    """call() on 1 thread, then on each of THREAD_COUNTS: the results (copies) of the last, each
+    of which must equal the first."""
     threads(1)
     first = [None if r is None else np.array(r, copy=True) for r in call()]
-    threads(2)
-    second = [None if r is None else np.array(r, copy=True) for r in call()]
-    for a, b in zip(first, second):
-        assert (a is None) == (b is None)
-        if a is not None:
-            assert a.tobytes() == b.tobytes(), "results differ between 1 and 2 threads"
-    return second
+    for count in THREAD_COUNTS:
+        threads(count)
+        later = [None if r is None else np.array(r, copy=True) for r in call()]
+        for a, b in zip(first, later):
+            assert (a is None) == (b is None)
+            if a is not None:
+                assert a.tobytes() == b.tobytes(), f"results differ between 1 and {count} threads"
+    return later
 
 
 @pytest.mark.parametrize("seed", SEEDS)
