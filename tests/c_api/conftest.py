@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # capi_*.py helpers
 
 from capi_build import PROGRAMS, SEEDS, VALGRIND_ARGS, python_m_aclnn_cpu, run_program  # noqa: E402
 
+# Programs that need more than the common flags: nested_parallel is a user's own OpenMP loop.
+EXTRA_FLAGS = {"nested_parallel": ["-fopenmp"]}
+
 
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory) -> Path:
@@ -38,7 +41,7 @@ def programs(build_dir, c_flags) -> dict:
     for src in sources:
         exe = build_dir / src.stem
         cmd = ["g++", "-std=c++17", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread",
-               f"-I{PROGRAMS}", str(src), *c_flags, "-o", str(exe)]
+               *EXTRA_FLAGS.get(src.stem, ()), f"-I{PROGRAMS}", str(src), *c_flags, "-o", str(exe)]
         pending.append((src.stem, exe, cmd))
     running = []
     errors = []

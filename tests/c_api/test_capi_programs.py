@@ -1,6 +1,7 @@
 """The hand-written C API programs (tests/c_api/programs/*.cpp, built on harness.h): executor
 lifecycle and phase 2, the acl runtime subset, product lines chosen by aclInit's configuration
-file, thread-local error messages, and out-of-memory at every allocation of the entry points.
+file, thread-local error messages, calls from a user's own OpenMP loop (nested regions), and
+out-of-memory at every allocation of the entry points.
 Each runs natively and once under valgrind memcheck."""
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from capi_build import assert_program_passed, run_program
 
 # program -> whether it takes a scratch directory argument
 PROGRAMS = {"executors": False, "acl_runtime": True, "product_config": True,
-            "thread_messages": False, "out_of_memory": True}
+            "thread_messages": False, "out_of_memory": True, "nested_parallel": False}
 # out_of_memory replaces operator new in the executable; valgrind must leave that one alone
 # (it still tracks the malloc underneath).
 VALGRIND_OPTIONS = {"out_of_memory": ["--soname-synonyms=somalloc=nouserintercepts"]}
