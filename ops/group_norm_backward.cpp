@@ -76,7 +76,8 @@ struct Plan {
   bool channel_rows = false;
   // Workspace layout, in floats.
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
-  int64_t lanes_at = 0;  // channel rows: per sample, mean / scale / c2 / c3 of every channel
+  int64_t lanes_at = 0;  // channel rows: per lane slot, mean / scale / c2 / c3 of every channel
+  int64_t lane_slots = 0;  // channel rows: a slot per sample (row_chunks > 1), else per worker
   int64_t row_chunks = 1;  // channel rows: chunks of rows per sample (partial sums each)
   int64_t row_part_at = 0;  // channel rows, row_chunks > 1: [N][row_chunks][2][C] partial sums
 };
@@ -119,13 +120,18 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   // the time, N = 1 one thread).
   p.channel_rows = p.channel_rows || (p.HxW == 1 && p.D < kWidth && x.is_contiguous() &&
                                       a.gradOut.is_contiguous() && (!p.need_dx || a.gradInput.is_contiguous()));
-  p.lanes_at = at, at += p.channel_rows ? 4 * NC : 0;
   // Few samples: each one's rows in chunks of at least kGrainElems elements, about
   // kRowSplitSamples chunks in all, so that N = 1 uses every core.
   if (p.channel_rows && p.N < kRowSplitSamples) {
     const int64_t by_size = std::max<int64_t>(1, p.C * p.HxW / kGrainElems);
     p.row_chunks = std::min({p.HxW, by_size, (kRowSplitSamples + p.N - 1) / p.N});
   }
+  // A sample's lanes are needed only while it runs; with one task per sample (row_chunks 1)
+  // they live in a slot per worker. A slot per sample made the workspace of [256, 4096] HxW 1
+  // G1024 26 MB, six times its input, and every call wrote and reread all of it.
+  if (p.channel_rows)
+    p.lane_slots = p.row_chunks > 1 ? p.N : staged_slots(p.N, uint64_t(4 * p.C) * sizeof(float));
+  p.lanes_at = at, at += 4 * p.C * p.lane_slots;
   p.row_part_at = at, at += p.row_chunks > 1 ? 2 * NC * p.row_chunks : 0;
   p.total = at;
   return p;
@@ -685,12 +691,13 @@ struct Kernel {
   // or, with fewer than kRowSplitSamples samples, per chunk of a sample's rows (Plan::row_chunks:
   // partial sums per chunk, added in chunk order). On a channels-last [8, 64, 56, 56] G32 the
   // strided path took 10.4 ms (torch 6.0 ms).
-  float* lanes(int64_t n) const { return ws + p.lanes_at + n * 4 * p.C; }  // mean, scale, c2, c3
+  float* lanes(int64_t slot) const { return ws + p.lanes_at + slot * 4 * p.C; }  // mean, scale, c2, c3
 
-  // Accumulates rows [r0, r1) of sample n into s (centred sums) and b (dY sums), C each.
-  void row_sums(int64_t n, int64_t r0, int64_t r1, float* s, float* b) const {
+  // Accumulates rows [r0, r1) of sample n into s (centred sums) and b (dY sums), C each; `lane`
+  // holds the sample's spread means.
+  void row_sums(int64_t n, const float* lane, int64_t r0, int64_t r1, float* s, float* b) const {
     const int64_t C = p.C;
-    const float* lm = lanes(n);
+    const float* lm = lane;
     for (int64_t r = r0; r < r1; ++r) {
       const T* dr = dy0 + (n * p.HxW + r) * C;
       const T* xr = x0 + (n * p.HxW + r) * C;
@@ -709,10 +716,10 @@ struct Kernel {
     }
   }
 
-  // dX of rows [r0, r1) of sample n from its spread coefficients.
-  void row_write(int64_t n, int64_t r0, int64_t r1) const {
+  // dX of rows [r0, r1) of sample n from its spread means and coefficients in `lane`.
+  void row_write(int64_t n, const float* lane, int64_t r0, int64_t r1) const {
     const int64_t C = p.C;
-    const float *lm = lanes(n), *ls = lm + C, *l2 = ls + C, *l3 = l2 + C;
+    const float *lm = lane, *ls = lm + C, *l2 = ls + C, *l3 = l2 + C;
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t at = (n * p.HxW + r) * C;
       const T* dr = dy0 + at;
@@ -736,12 +743,12 @@ struct Kernel {
       for (const int64_t cend = std::min(c1, (g + 1) * p.D); c < cend; ++c) out[c - c0] = per_group[g];
   }
 
-  void spread_means(int64_t n) const { spread_per_channel(mean() + n * p.G, 0, p.C, lanes(n)); }
+  void spread_means(int64_t n, float* lane) const { spread_per_channel(mean() + n * p.G, 0, p.C, lane); }
 
-  // Sample n's coefficients spread per channel (its ds/db complete).
-  void spread_coefs(int64_t n) const {
+  // Sample n's coefficients spread per channel into `lane` (its ds/db complete).
+  void spread_coefs(int64_t n, float* lane) const {
     const int64_t C = p.C, D = p.D;
-    float* ls = lanes(n) + C;
+    float* ls = lane + C;
     float* l2 = ls + C;
     float* l3 = l2 + C;
     if (D == 1) return point_coefs(n, 0, C, ls, l2, l3);
@@ -758,17 +765,21 @@ struct Kernel {
   void run_channel_rows() const {
     const int64_t C = p.C, HW = p.HxW, K = p.row_chunks;
     if (K == 1) {
-      parallel_for(p.N, std::max<int64_t>(1, kGrainElems / (C * HW)), [&](int64_t n0, int64_t n1) {
-        for (int64_t n = n0; n < n1; ++n) {
-          spread_means(n);
+      // Runs of samples of about kGrainElems elements, handed out to the workers, each with its
+      // lane slot.
+      const int64_t run = std::max<int64_t>(1, kGrainElems / (C * HW));
+      parallel_tasks((p.N + run - 1) / run, p.lane_slots, [&](int64_t t, int64_t worker) {
+        float* lane = lanes(worker);
+        for (int64_t n = t * run; n < std::min(p.N, (t + 1) * run); ++n) {
+          spread_means(n, lane);
           float* dsn = ds() + n * C;
           float* dbn = db() + n * C;
           std::fill(dsn, dsn + C, 0.0f);
           std::fill(dbn, dbn + C, 0.0f);
-          row_sums(n, 0, HW, dsn, dbn);
+          row_sums(n, lane, 0, HW, dsn, dbn);
           if (!p.need_dx) continue;
-          spread_coefs(n);
-          row_write(n, 0, HW);
+          spread_coefs(n, lane);
+          row_write(n, lane, 0, HW);
         }
       });
       return;
@@ -777,7 +788,7 @@ struct Kernel {
       r0 = HW * k / K;
       r1 = HW * (k + 1) / K;
     };
-    for (int64_t n = 0; n < p.N; ++n) spread_means(n);
+    for (int64_t n = 0; n < p.N; ++n) spread_means(n, lanes(n));  // a slot per sample
     float* part = ws + p.row_part_at;  // [N][K][2][C]
     parallel_tasks(p.N * K, p.N * K, [&](int64_t t, int64_t) {
       const int64_t n = t / K;
@@ -785,7 +796,7 @@ struct Kernel {
       rows_of(t % K, r0, r1);
       float* s = part + t * 2 * C;
       std::fill(s, s + 2 * C, 0.0f);
-      row_sums(n, r0, r1, s, s + C);
+      row_sums(n, lanes(n), r0, r1, s, s + C);
     });
     for (int64_t n = 0; n < p.N; ++n) {  // C * K values per sample: not worth threads
       float* dsn = ds() + n * C;
@@ -798,13 +809,13 @@ struct Kernel {
           dsn[c] += pn[k * 2 * C + c];
           dbn[c] += pn[k * 2 * C + C + c];
         }
-      if (p.need_dx) spread_coefs(n);
+      if (p.need_dx) spread_coefs(n, lanes(n));
     }
     if (!p.need_dx) return;
     parallel_tasks(p.N * K, p.N * K, [&](int64_t t, int64_t) {
       int64_t r0, r1;
       rows_of(t % K, r0, r1);
-      row_write(t / K, r0, r1);
+      row_write(t / K, lanes(t / K), r0, r1);
     });
   }
 
