@@ -42,7 +42,7 @@ cdef IntArrayArg int_array_arg(object values, str name)
 cdef int raise_for_status(aclnnStatus status) except -1
 cdef Executor new_executor(aclOpExecutor* ptr, uint64_t workspace_size, str op_name, RunFn run_fn, tuple keep)
 cdef object run_two_phase(object workspace, uint64_t workspace_size, Executor executor, object stream, str op_name)
-cdef object run_functional(Executor executor)
+cdef object run_planned(aclOpExecutor* executor, uint64_t size, RunFn run_fn)
 
 # Helpers of the generated functional API (also importable from Python).
 cpdef object as_input(object x)

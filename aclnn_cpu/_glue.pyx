@@ -2,6 +2,7 @@
 # Hand-written glue between Python arrays and the aclnn C API. The generated stubs in _ops.pyx
 # call these helpers; every Python call goes through the same C validation path a C user hits.
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
+from cpython.number cimport PyNumber_Index
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_SetName
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
@@ -259,7 +260,7 @@ cdef TensorArg tensor_arg(object obj, str name, bint is_output):
     cdef TensorArg arg = TensorArg.__new__(TensorArg)
     if obj is None:
         return arg
-    if isinstance(obj, np.ndarray):
+    if cnp.PyArray_Check(obj):  # isinstance(obj, np.ndarray), without looking np.ndarray up
         _from_numpy(arg, <cnp.ndarray>obj, name, is_output)
     elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
         _from_dlpack(arg, obj, name)
@@ -291,7 +292,7 @@ cpdef object int64_value(object value, str name):
     too): a float is refused rather than truncated (interpolationMode 1.5 would otherwise run
     as nearest)."""
     try:
-        v = operator.index(value)
+        v = PyNumber_Index(value)  # operator.index, without looking it up
     except TypeError:
         raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}") from None
     if not -(1 << 63) <= v < (1 << 63):
@@ -551,15 +552,24 @@ cdef cnp.ndarray _workspace_buffer(uint64_t nbytes):
     return buf
 
 
-cdef object run_functional(Executor executor):
-    """Phase 2 with a workspace from this thread's buffer (64-byte aligned)."""
-    cdef uint64_t size = executor.workspace_size
+cdef object run_planned(aclOpExecutor* executor, uint64_t size, RunFn run_fn):
+    """Phase 2 of a functional call, right after its phase 1, with a workspace from this thread's
+    buffer (64-byte aligned). The executor is consumed: run (the runtime destroys it), or
+    destroyed here when no workspace can be had."""
     cdef void* ptr = NULL
     cdef cnp.ndarray buf
+    cdef aclnnStatus status
     if size > 0:
-        buf = _workspace_buffer(size + 64)
+        try:
+            buf = _workspace_buffer(size + 64)
+        except BaseException:
+            aclDestroyAclOpExecutor(executor)
+            raise
         ptr = <void*>(<char*>cnp.PyArray_DATA(buf) + (64 - (<uintptr_t>cnp.PyArray_DATA(buf)) % 64) % 64)
-    return _run(executor, ptr, size, NULL)
+    with nogil:
+        status = run_fn(ptr, size, executor, NULL)
+    raise_for_status(status)
+    return None
 
 
 # ---- Helpers of the generated functional API ----
@@ -569,7 +579,7 @@ cdef object run_functional(Executor executor):
 
 cpdef object as_input(object x):
     """Arrays, tensors and None pass through; nested lists and scalars become NumPy arrays."""
-    if x is None or isinstance(x, np.ndarray) or hasattr(x, "__dlpack__") \
+    if x is None or cnp.PyArray_Check(x) or hasattr(x, "__dlpack__") \
             or hasattr(x, "__array_interface__"):
         return x
     return np.asarray(x)
@@ -577,7 +587,7 @@ cpdef object as_input(object x):
 
 cpdef tuple shape_of(object x):
     """The shape of any array-like as a tuple of ints."""
-    if type(x) is np.ndarray:
+    if type(x) is cnp.ndarray:
         return x.shape  # already a tuple of ints
     shape = getattr(x, "shape", None)
     if shape is None:
@@ -587,7 +597,7 @@ cpdef tuple shape_of(object x):
 
 cpdef object dtype_of(object x):
     """The NumPy dtype matching ``x``'s element type (ml_dtypes.bfloat16 for bfloat16)."""
-    if isinstance(x, np.ndarray):
+    if cnp.PyArray_Check(x):
         return x.dtype
     dt = getattr(x, "dtype", None)
     if dt is not None:
@@ -612,12 +622,12 @@ cpdef object new_output(object shape, object dtype, object like=None):
     NumPy's empty_like and torch's preserve_format do) keeps a channels-last or transposed
     call on the kernels' fast paths, which need the inputs and outputs in one layout.
     """
-    if not isinstance(dtype, np.dtype):
+    if not isinstance(dtype, cnp.dtype):
         mapped = _TORCH_TO_NUMPY.get(str(dtype))  # a torch dtype; other names go to empty_aligned
         if mapped is not None:
             dtype = mapped
     order = None
-    if like is not None and not (type(like) is np.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(like)):
+    if like is not None and not (type(like) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(like)):
         order = dense_axis_order(like, shape)
     if order is None:
         return empty_aligned(shape, dtype)
@@ -631,7 +641,7 @@ cpdef object new_output(object shape, object dtype, object like=None):
 cdef object _element_strides(object x):
     """x's strides in elements (torch tensors, NumPy arrays, array-interface objects), or None
     when they cannot be read without a copy."""
-    if isinstance(x, np.ndarray):
+    if cnp.PyArray_Check(x):
         arr = <cnp.ndarray>x
     elif callable(getattr(x, "stride", None)):  # torch: strides in elements already
         return tuple([int(s) for s in x.stride()])
@@ -676,7 +686,7 @@ cpdef object dense_axis_order(object like, object shape):
 
 cpdef object empty_aligned(object shape, object dtype):
     """``np.empty(shape, dtype)`` whose data starts on a 64-byte line (for ``out=`` arrays)."""
-    if not isinstance(dtype, np.dtype):
+    if not isinstance(dtype, cnp.dtype):
         dtype = _BFLOAT16 if isinstance(dtype, str) and dtype in ("bfloat16", "bf16") else np.dtype(dtype)
     if type(shape) is not tuple:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)

@@ -11,7 +11,7 @@ from aclnn_cpu._glue cimport (
     BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,
     aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
     dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
-    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,
+    raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,
     unpack_out)
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
@@ -81,6 +81,34 @@ def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, interpol
                                         c_aclnnGridSampler2DBackward, keep)
 
 
+cdef object _plan_and_run_aclnnGridSampler2DBackward(gradOutput, input, grid, interpolationMode,
+                                                     paddingMode, alignCorners, outputMask,
+                                                     inputGrad, gridGrad):
+    """aclnnGridSampler2DBackwardGetWorkspaceSize, then aclnnGridSampler2DBackward with this
+    thread's workspace."""
+    cdef int64_t c_interpolationMode = int64_value(interpolationMode, "aclnnGridSampler2DBackward: interpolationMode")
+    cdef int64_t c_paddingMode = int64_value(paddingMode, "aclnnGridSampler2DBackward: paddingMode")
+    cdef bint c_alignCorners = flag_value(alignCorners, "aclnnGridSampler2DBackward: alignCorners")
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnGridSampler2DBackward: gradOutput", False)
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGridSampler2DBackward: input", False)
+    cdef TensorArg a_grid = tensor_arg(grid, "aclnnGridSampler2DBackward: grid", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnGridSampler2DBackward: outputMask")
+    cdef TensorArg a_inputGrad = tensor_arg(inputGrad, "aclnnGridSampler2DBackward: inputGrad", True)
+    cdef TensorArg a_gridGrad = tensor_arg(gridGrad, "aclnnGridSampler2DBackward: gridGrad", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr,
+                                                              a_grid.ptr, c_interpolationMode,
+                                                              c_paddingMode, c_alignCorners,
+                                                              a_outputMask.ptr, a_inputGrad.ptr,
+                                                              a_gridGrad.ptr, &workspace_size,
+                                                              &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnGridSampler2DBackward)
+
+
 def aclnnGridSampler2DBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
     """Phase 2 of aclnnGridSampler2DBackward: runs the executor of phase 1 with a writable
     workspace of at least workspaceSize bytes (None when it is 0)."""
@@ -126,11 +154,9 @@ def grid_sampler2d_backward(grad_output, input, grid, interpolation_mode=0, padd
         input_grad = _new_output(shape_of(input), dtype_of(input), input)
     if grid_grad is None and _mask_on(output_mask, 1, 2) and grid is not None:
         grid_grad = _new_output(shape_of(grid), dtype_of(grid), grid)
-    _, executor = aclnnGridSampler2DBackwardGetWorkspaceSize(grad_output, input, grid,
-                                                             interpolation_mode, padding_mode,
-                                                             align_corners, output_mask, input_grad,
-                                                             grid_grad)
-    run_functional(executor)
+    _plan_and_run_aclnnGridSampler2DBackward(grad_output, input, grid, interpolation_mode,
+                                             padding_mode, align_corners, output_mask, input_grad,
+                                             grid_grad)
     return (input_grad if _mask_on(output_mask, 0, 2) else None,
             grid_grad if _mask_on(output_mask, 1, 2) else None)
 
@@ -181,6 +207,38 @@ def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, N,
             a_gradBetaOut)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNormBackward",
                                         c_aclnnGroupNormBackward, keep)
+
+
+cdef object _plan_and_run_aclnnGroupNormBackward(gradOut, input, mean, rstd, gamma, N, C, HxW,
+                                                 group, outputMask, gradInput, gradGammaOut,
+                                                 gradBetaOut):
+    """aclnnGroupNormBackwardGetWorkspaceSize, then aclnnGroupNormBackward with this thread's
+    workspace."""
+    cdef int64_t c_N = int64_value(N, "aclnnGroupNormBackward: N")
+    cdef int64_t c_C = int64_value(C, "aclnnGroupNormBackward: C")
+    cdef int64_t c_HxW = int64_value(HxW, "aclnnGroupNormBackward: HxW")
+    cdef int64_t c_group = int64_value(group, "aclnnGroupNormBackward: group")
+    cdef TensorArg a_gradOut = tensor_arg(gradOut, "aclnnGroupNormBackward: gradOut", False)
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGroupNormBackward: input", False)
+    cdef TensorArg a_mean = tensor_arg(mean, "aclnnGroupNormBackward: mean", False)
+    cdef TensorArg a_rstd = tensor_arg(rstd, "aclnnGroupNormBackward: rstd", False)
+    cdef TensorArg a_gamma = tensor_arg(gamma, "aclnnGroupNormBackward: gamma", False)
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnGroupNormBackward: outputMask")
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "aclnnGroupNormBackward: gradInput", True)
+    cdef TensorArg a_gradGammaOut = tensor_arg(gradGammaOut, "aclnnGroupNormBackward: gradGammaOut", True)
+    cdef TensorArg a_gradBetaOut = tensor_arg(gradBetaOut, "aclnnGroupNormBackward: gradBetaOut", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
+                                                          a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
+                                                          c_group, a_outputMask.ptr,
+                                                          a_gradInput.ptr, a_gradGammaOut.ptr,
+                                                          a_gradBetaOut.ptr, &workspace_size,
+                                                          &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnGroupNormBackward)
 
 
 def aclnnGroupNormBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
@@ -238,10 +296,8 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
         grad_gamma_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
     if grad_beta_out is None and _mask_on(output_mask, 2, 3) and grad_out is not None:
         grad_beta_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
-    _, executor = aclnnGroupNormBackwardGetWorkspaceSize(grad_out, input, mean, rstd, gamma, N, C,
-                                                         HxW, group, output_mask, grad_input,
-                                                         grad_gamma_out, grad_beta_out)
-    run_functional(executor)
+    _plan_and_run_aclnnGroupNormBackward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
+                                         output_mask, grad_input, grad_gamma_out, grad_beta_out)
     return (grad_input if _mask_on(output_mask, 0, 3) else None,
             grad_gamma_out if _mask_on(output_mask, 1, 3) else None,
             grad_beta_out if _mask_on(output_mask, 2, 3) else None)
@@ -281,6 +337,25 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, grad
                                         c_aclnnPreluBackward, keep)
 
 
+cdef object _plan_and_run_aclnnPreluBackward(gradOutput, self, weight, gradInput, gradWeight):
+    """aclnnPreluBackwardGetWorkspaceSize, then aclnnPreluBackward with this thread's
+    workspace."""
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnPreluBackward: gradOutput", False)
+    cdef TensorArg a_self = tensor_arg(self, "aclnnPreluBackward: self", False)
+    cdef TensorArg a_weight = tensor_arg(weight, "aclnnPreluBackward: weight", False)
+    cdef TensorArg a_gradInput = tensor_arg(gradInput, "aclnnPreluBackward: gradInput", True)
+    cdef TensorArg a_gradWeight = tensor_arg(gradWeight, "aclnnPreluBackward: gradWeight", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
+                                                      a_gradInput.ptr, a_gradWeight.ptr,
+                                                      &workspace_size, &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnPreluBackward)
+
+
 def aclnnPreluBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
     """Phase 2 of aclnnPreluBackward: runs the executor of phase 1 with a writable workspace of
     at least workspaceSize bytes (None when it is 0)."""
@@ -315,9 +390,7 @@ def prelu_backward(grad_output, self, weight, *, out=None):
         grad_input = _new_output(shape_of(self), dtype_of(self), self)
     if grad_weight is None and weight is not None:
         grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight))
-    _, executor = aclnnPreluBackwardGetWorkspaceSize(grad_output, self, weight, grad_input,
-                                                     grad_weight)
-    run_functional(executor)
+    _plan_and_run_aclnnPreluBackward(grad_output, self, weight, grad_input, grad_weight)
     return (grad_input, grad_weight)
 
 
@@ -351,6 +424,23 @@ def aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, dim, out):
                                         c_aclnnSoftmaxBackward, keep)
 
 
+cdef object _plan_and_run_aclnnSoftmaxBackward(gradOutput, output, dim, out):
+    """aclnnSoftmaxBackwardGetWorkspaceSize, then aclnnSoftmaxBackward with this thread's
+    workspace."""
+    cdef int64_t c_dim = int64_value(dim, "aclnnSoftmaxBackward: dim")
+    cdef TensorArg a_gradOutput = tensor_arg(gradOutput, "aclnnSoftmaxBackward: gradOutput", False)
+    cdef TensorArg a_output = tensor_arg(output, "aclnnSoftmaxBackward: output", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnSoftmaxBackward: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
+                                                        a_out.ptr, &workspace_size, &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnSoftmaxBackward)
+
+
 def aclnnSoftmaxBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
     """Phase 2 of aclnnSoftmaxBackward: runs the executor of phase 1 with a writable workspace
     of at least workspaceSize bytes (None when it is 0)."""
@@ -381,6 +471,5 @@ def softmax_backward(grad_output, output, dim, *, out=None, out_dtype=None):
     output = as_input(output)
     if out is None and grad_output is not None:
         out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype, grad_output)
-    _, executor = aclnnSoftmaxBackwardGetWorkspaceSize(grad_output, output, dim, out)
-    run_functional(executor)
+    _plan_and_run_aclnnSoftmaxBackward(grad_output, output, dim, out)
     return out

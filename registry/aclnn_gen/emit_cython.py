@@ -167,8 +167,7 @@ def _functional(op: Op) -> List[str]:
         like = f", {o.alloc.layout}" if o.alloc.layout else ""
         out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype}{like})")
     call = [p.py_name for p in op.params]
-    out += _join_wrapped(f"_, executor = {op.c_name}GetWorkspaceSize(", call, ")", "    ")
-    out.append("    run_functional(executor)")
+    out += _join_wrapped(f"_plan_and_run_{op.c_name}(", call, ")", "    ")
     if len(outputs) == 1:
         out.append(f"    return {outputs[0].py_name}")
     else:
@@ -184,20 +183,10 @@ def _functional(op: Op) -> List[str]:
     return out
 
 
-def _two_phase(op: Op) -> List[str]:
-    out = [f'cdef extern from "aclnnop/aclnn_{op.snake}.h" nogil:']
-    out.append(f'    aclnnStatus c_{op.c_name}GetWorkspaceSize "{op.c_name}GetWorkspaceSize"(')
-    out += _join_wrapped("", [_extern_param(p) for p in op.params]
-                         + ["uint64_t* workspaceSize", "aclOpExecutor** executor"], ")", " " * 8)
-    out.append(f'    aclnnStatus c_{op.c_name} "{op.c_name}"(')
-    out += _join_wrapped("", ["void* workspace", "uint64_t workspaceSize", "aclOpExecutor* executor",
-                              "aclrtStream stream"], ")", " " * 8)
-    out += ["", ""]
-    sig = [p.name for p in op.params]
-    out += _join_wrapped(f"def {op.c_name}GetWorkspaceSize(", sig, "):", "")
-    out += _doc_lines(f'"""Phase 1 of {op.c_name}: validates and plans. {op.summary} '
-                      f'Returns (workspace_size, executor); raises an AclnnError subclass carrying '
-                      f'the status on a broken rule."""', "    ")
+def _phase1(op: Op) -> Tuple[List[str], List[str]]:
+    """The body of phase 1 up to a planned `executor` and `workspace_size` (status raised), and
+    the names of the argument objects that must outlive the executor's run."""
+    out: List[str] = []
     args: List[str] = []
     keep: List[str] = []
     out += _scalar_checks(op, op.params, [p.name for p in op.params], "    ", True)
@@ -220,11 +209,39 @@ def _two_phase(op: Op) -> List[str]:
     out += _join_wrapped(f"status = c_{op.c_name}GetWorkspaceSize(",
                          args + ["&workspace_size", "&executor"], ")", "        ")
     out.append("    raise_for_status(status)")
+    return out, keep
+
+
+def _two_phase(op: Op) -> List[str]:
+    out = [f'cdef extern from "aclnnop/aclnn_{op.snake}.h" nogil:']
+    out.append(f'    aclnnStatus c_{op.c_name}GetWorkspaceSize "{op.c_name}GetWorkspaceSize"(')
+    out += _join_wrapped("", [_extern_param(p) for p in op.params]
+                         + ["uint64_t* workspaceSize", "aclOpExecutor** executor"], ")", " " * 8)
+    out.append(f'    aclnnStatus c_{op.c_name} "{op.c_name}"(')
+    out += _join_wrapped("", ["void* workspace", "uint64_t workspaceSize", "aclOpExecutor* executor",
+                              "aclrtStream stream"], ")", " " * 8)
+    out += ["", ""]
+    sig = [p.name for p in op.params]
+    out += _join_wrapped(f"def {op.c_name}GetWorkspaceSize(", sig, "):", "")
+    out += _doc_lines(f'"""Phase 1 of {op.c_name}: validates and plans. {op.summary} '
+                      f'Returns (workspace_size, executor); raises an AclnnError subclass carrying '
+                      f'the status on a broken rule."""', "    ")
+    lines, keep = _phase1(op)
+    out += lines
     # The executor keeps the argument objects alive (a local tuple, so its lines wrap too).
     out += _join_wrapped("keep = (", keep, ",)" if len(keep) == 1 else ")", "    ")
     out += _join_wrapped("return workspace_size, new_executor(",
                          ["executor", "workspace_size", f'"{op.c_name}"', f"c_{op.c_name}",
                           "keep"], ")", "    ")
+    out += ["", ""]
+    # The functional form's both phases in one C-level call: no Python call of the function
+    # above, no Executor object, no tuples (a tiny Softmax call spent a fifth of its time there).
+    # The argument objects stay alive in its locals until the run returns.
+    out += _join_wrapped(f"cdef object _plan_and_run_{op.c_name}(", sig, "):", "")
+    out += _doc_lines(f'"""{op.c_name}GetWorkspaceSize, then {op.c_name} with this thread\'s '
+                      f'workspace."""', "    ")
+    out += lines[:]
+    out.append(f"    run_planned(executor, workspace_size, c_{op.c_name})")
     out += ["", ""]
     out.append(f"def {op.c_name}(workspace, uint64_t workspaceSize, Executor executor, stream=None):")
     out += _doc_lines(f'"""Phase 2 of {op.c_name}: runs the executor of phase 1 with a writable '
@@ -251,7 +268,7 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            "    BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,",
            "    aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,",
            "    dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,",
-           "    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,",
+           "    raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,",
            "    unpack_out)", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     out += ["", "",

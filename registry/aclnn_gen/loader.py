@@ -48,7 +48,7 @@ RESERVED_C_NAMES = frozenset({
 } | (set(model.CPP_HELPERS) - {"dim"}))
 # `out` is the functional API's keyword: only the single output of an op may be called so.
 RESERVED_PY_NAMES = frozenset({"executor", "_", "as_input", "dtype_of", "new_output", "shape_of",
-                               "unpack_out", "run_functional", "int64_value", "float_value",
+                               "unpack_out", "run_planned", "int64_value", "float_value",
                                "flag_value"})
 # Names Python allocation expressions may use besides the op's own Python names.
 # (prod is math.prod, imported by the generated _ops.pyx.)

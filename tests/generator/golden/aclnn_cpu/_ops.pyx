@@ -11,7 +11,7 @@ from aclnn_cpu._glue cimport (
     BoolArrayArg, Executor, IntArrayArg, ScalarArg, TensorArg, aclBoolArray, aclIntArray,
     aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
     dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
-    raise_for_status, run_functional, run_two_phase, scalar_arg, shape_of, tensor_arg,
+    raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,
     unpack_out)
 
 __all__ = ['toy_blend_backward', 'aclnnToyBlendBackwardGetWorkspaceSize', 'aclnnToyBlendBackward']
@@ -81,6 +81,37 @@ def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, alpha, beta, eps
                                         c_aclnnToyBlendBackward, keep)
 
 
+cdef object _plan_and_run_aclnnToyBlendBackward(gradOut, self, scale, alpha, beta, eps, dims, axis,
+                                                mode, keepDims, outputMask, gradSelf, gradScale):
+    """aclnnToyBlendBackwardGetWorkspaceSize, then aclnnToyBlendBackward with this thread's
+    workspace."""
+    cdef double c_eps = float_value(eps, "aclnnToyBlendBackward: eps")
+    cdef int64_t c_axis = int64_value(axis, "aclnnToyBlendBackward: axis")
+    cdef int64_t c_mode = int64_value(mode, "aclnnToyBlendBackward: mode")
+    cdef bint c_keepDims = flag_value(keepDims, "aclnnToyBlendBackward: keepDims")
+    cdef TensorArg a_gradOut = tensor_arg(gradOut, "aclnnToyBlendBackward: gradOut", False)
+    cdef TensorArg a_self = tensor_arg(self, "aclnnToyBlendBackward: self", False)
+    cdef TensorArg a_scale = tensor_arg(scale, "aclnnToyBlendBackward: scale", False)
+    cdef ScalarArg a_alpha = scalar_arg(alpha, "aclnnToyBlendBackward: alpha")
+    cdef ScalarArg a_beta = scalar_arg(beta, "aclnnToyBlendBackward: beta")
+    cdef IntArrayArg a_dims = int_array_arg(dims, "aclnnToyBlendBackward: dims")
+    cdef BoolArrayArg a_outputMask = bool_array_arg(outputMask, "aclnnToyBlendBackward: outputMask")
+    cdef TensorArg a_gradSelf = tensor_arg(gradSelf, "aclnnToyBlendBackward: gradSelf", True)
+    cdef TensorArg a_gradScale = tensor_arg(gradScale, "aclnnToyBlendBackward: gradScale", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
+                                                         a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
+                                                         c_axis, c_mode, c_keepDims,
+                                                         a_outputMask.ptr, a_gradSelf.ptr,
+                                                         a_gradScale.ptr, &workspace_size,
+                                                         &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnToyBlendBackward)
+
+
 def aclnnToyBlendBackward(workspace, uint64_t workspaceSize, Executor executor, stream=None):
     """Phase 2 of aclnnToyBlendBackward: runs the executor of phase 1 with a writable workspace
     of at least workspaceSize bytes (None when it is 0)."""
@@ -130,9 +161,7 @@ def toy_blend_backward(grad_out, self, scale, alpha=1.0, beta=None, eps=1e-05, d
         grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
     if grad_scale is None and _mask_on(output_mask, 1, 2) and self is not None and grad_out is not None:
         grad_scale = _new_output((shape_of(self)[1],), dtype_of(grad_out))
-    _, executor = aclnnToyBlendBackwardGetWorkspaceSize(grad_out, self, scale, alpha, beta, eps,
-                                                        dims, axis, mode, keep_dims, output_mask,
-                                                        grad_self, grad_scale)
-    run_functional(executor)
+    _plan_and_run_aclnnToyBlendBackward(grad_out, self, scale, alpha, beta, eps, dims, axis, mode,
+                                        keep_dims, output_mask, grad_self, grad_scale)
     return (grad_self if _mask_on(output_mask, 0, 2) else None,
             grad_scale if _mask_on(output_mask, 1, 2) else None)
