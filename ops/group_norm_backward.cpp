@@ -54,8 +54,12 @@ constexpr int64_t kPlaneChunk = 16384;   // elements per partial sum in the chun
 constexpr int64_t kGrainElems = 16384;
 // Channel rows with fewer samples than this split each sample's rows into chunks.
 constexpr int64_t kRowSplitSamples = 8;
-// Channel rows with HxW 1: samples are handled this many elements (at least one sample) at a time.
+// Spans (channel rows with HxW 1, short planes): whole groups, about this many positions at a time.
 constexpr int64_t kPointBlockElems = 2048;
+// Short planes run as spans when a group has at most this many positions (processes
+// alternated, 2 threads, fp32, against group_short: [64, 256, 3, 3] G128 (36) 0.71-0.94x the
+// time, [64, 512, 3, 3] G64 (72) 0.86-1.29x, G32 (144) 1.3-2.0x).
+constexpr int64_t kShortSpanGroupMax = 48;
 constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short planes (HxW < kWidth)
 // Small fused groups (Kernel::batched_groups): groups of at most kBatchGroupMax elements, in
 // batches of at most kBatchMax groups and kBatchElems elements.
@@ -80,7 +84,10 @@ struct Plan {
   int64_t mean_at = 0, rstd_at = 0, gamma_at = 0, ds_at = 0, db_at = 0, coef_at = 0, part_at = 0, total = 0;
   int64_t lanes_at = 0;  // channel rows: per lane slot, mean / scale / c2 / c3 of every channel
   int64_t lane_slots = 0;  // channel rows: a slot per sample (row_chunks > 1), else per worker
-  int64_t point_block = 1;  // channel rows with HxW 1: samples run as one span
+  int64_t point_block = 1;  // spans (run_point_rows): groups a task takes as one span
+  int64_t slot_floats = 0;  // floats of a lane slot
+  // Planes shorter than a vector in small groups, the operands contiguous: spans, as HxW 1.
+  bool short_spans = false;
   int64_t row_chunks = 1;  // channel rows: chunks of rows per sample (partial sums each)
   int64_t row_part_at = 0;  // channel rows, row_chunks > 1: [N][row_chunks][2][C] partial sums
 };
@@ -132,17 +139,23 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
   // A sample's lanes are needed only while it runs; with one task per sample (row_chunks 1)
   // they live in a slot per worker. A slot per sample made the workspace of [256, 4096] HxW 1
   // G1024 26 MB, six times its input, and every call wrote and reread all of it.
-  // HxW 1 (run_point_rows): a block of samples per task, and per slot 9 floats per channel of
-  // a block (its lanes, gamma, products and per-group sums).
-  int64_t slot_floats = 4 * p.C, slot_tasks = p.N;
-  if (p.channel_rows && p.HxW == 1) {
-    p.point_block = std::min(p.N, std::max<int64_t>(1, kPointBlockElems / p.C));
-    slot_floats = 9 * p.C * p.point_block;
-    slot_tasks = (p.N + p.point_block - 1) / p.point_block;
+  // Short planes (1 < HxW < a vector) in groups of few positions, contiguous: group by group
+  // (group_short) each group's setup cost more than its positions ([128, 64, 3, 3] G64: 198 us,
+  // torch 76 us); as spans 0.3-0.4x the time.
+  p.short_spans = !p.channel_rows && p.HxW > 1 && p.HxW < kWidth && group_elems <= kShortSpanGroupMax &&
+                  x.is_contiguous() && a.gradOut.is_contiguous() && (!p.need_dx || a.gradInput.is_contiguous());
+  // Spans (run_point_rows): a block of whole groups per task, and per slot 9 floats per
+  // position of a block (its lanes, gamma, products and per-group sums).
+  p.slot_floats = 4 * p.C;
+  int64_t slot_tasks = p.N;
+  if ((p.channel_rows && p.HxW == 1) || p.short_spans) {
+    p.point_block = std::min(NG, std::max<int64_t>(1, kPointBlockElems / group_elems));
+    p.slot_floats = 9 * group_elems * p.point_block;
+    slot_tasks = (NG + p.point_block - 1) / p.point_block;
   }
-  if (p.channel_rows)
-    p.lane_slots = p.row_chunks > 1 ? p.N : staged_slots(slot_tasks, uint64_t(slot_floats) * sizeof(float));
-  p.lanes_at = at, at += slot_floats * p.lane_slots;
+  if (p.channel_rows || p.short_spans)
+    p.lane_slots = p.row_chunks > 1 ? p.N : staged_slots(slot_tasks, uint64_t(p.slot_floats) * sizeof(float));
+  p.lanes_at = at, at += p.slot_floats * p.lane_slots;
   p.row_part_at = at, at += p.row_chunks > 1 ? 2 * NC * p.row_chunks : 0;
   p.total = at;
   return p;
@@ -704,7 +717,7 @@ struct Kernel {
   // or, with fewer than kRowSplitSamples samples, per chunk of a sample's rows (Plan::row_chunks:
   // partial sums per chunk, added in chunk order). On a channels-last [8, 64, 56, 56] G32 the
   // strided path took 10.4 ms (torch 6.0 ms).
-  float* lanes(int64_t slot) const { return ws + p.lanes_at + slot * (p.HxW == 1 ? 9 : 4) * p.C * p.point_block; }
+  float* lanes(int64_t slot) const { return ws + p.lanes_at + slot * p.slot_floats; }
 
   // A lane slot: the spread means, scales, c2 and c3 of a span of `width` channels (one sample's
   // C, or a block of samples' block * C when HxW is 1), one array after another.
@@ -785,59 +798,99 @@ struct Kernel {
     }
   }
 
-  // Channel rows with HxW 1: samples are consecutive rows of C channels, so a block of them is
-  // one span of block * C channels, a run of block * G groups of D channels each (flat group k
-  // of the block is group k % G of sample n0 + k / G). Sums, products with gamma, coefficients
-  // and dX run over the span as vectors; only the per-group sums over D channels and the spreads
-  // of per-group values are scalar. The operations per element and per group are those of the
-  // per-sample path (row_sums, group_coef, row_write), so the results are the same bits. Per
-  // sample and per group, [1572, 3] G1 bf16 took 79 us (torch 29 us) and [4096, 64] G32 fp32
-  // 1.0 ms (torch 1.3 ms).
+  // Spans (channel rows with HxW 1, or short planes in small groups: Plan::short_spans). The
+  // operands are contiguous, so all samples' groups lie one after another, each D channels of
+  // HxW positions (flat group k is group k % G of sample k / G, flat channel j channel j % C),
+  // and a block of whole groups is one span. Sums, products with gamma, coefficients and dX run over the span
+  // as vectors; only each channel's sum over its HxW positions, each group's over its D
+  // channels, and the spreads of per-channel and per-group values are scalar. The operations
+  // per element, channel and group are those of row_sums / group_short, group_coef and
+  // row_write, so the results are the same bits. Per sample or group, [1572, 3] G1 bf16 took
+  // 79 us (torch 29 us), [4096, 64] G32 fp32 1.0 ms (torch 1.3 ms), and instance-norm-like
+  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 102 us).
   void run_point_rows() const {
-    const int64_t C = p.C, G = p.G, D = p.D, B = p.point_block;
-    const VecF sv = set1(1.0f / float(D));  // 1 / (D * HxW)
-    parallel_tasks((p.N + B - 1) / B, p.lane_slots, [&](int64_t t, int64_t worker) {
-      const int64_t n0 = t * B, nb = std::min(B, p.N - n0), W = nb * C, KG = nb * G;
+    const int64_t C = p.C, D = p.D, H = p.HxW, B = p.point_block, NG = p.N * p.G;
+    const VecF sv = set1(1.0f / float(D * H));
+    parallel_tasks((NG + B - 1) / B, p.lane_slots, [&](int64_t t, int64_t worker) {
+      // Groups [k0, k0 + KG) of all samples' groups one after another, as in memory.
+      const int64_t k0 = t * B, KG = std::min(B, NG - k0), KC = KG * D, W = KC * H, c0 = k0 * D;
       float* slot = lanes(worker);
-      const Lanes l(slot, W);
+      const Lanes l(slot, W);    // per position
       float* gm = slot + 4 * W;  // gamma of each channel of the span
-      float* ps = gm + W;        // ds * gamma
-      float* pb = ps + W;        // db * gamma
+      float* ps = gm + W;        // per position: dY * (X - mean); per channel: ds * gamma
+      float* pb = ps + W;        // per position: dY; per channel: db * gamma
       float* k2 = pb + W;        // per group: its centred sum, then c2
       float* k3 = k2 + KG;       // per group: its dY sum, then c3
-      const float* mflat = mean() + n0 * G;
-      const float* rflat = rstd() + n0 * G;
-      float* dsn = ds() + n0 * C;
-      float* dbn = db() + n0 * C;
-      const T* dyb = dy0 + n0 * C;
-      const T* xb = x0 + n0 * C;
-      if (D == 1) {
+      const float* mflat = mean() + k0;
+      const float* rflat = rstd() + k0;
+      float* dsn = ds() + c0;  // flat channel c0 + j is channel (c0 + j) % C of its sample
+      float* dbn = db() + c0;
+      const T* dyb = dy0 + c0 * H;
+      const T* xb = x0 + c0 * H;
+      T* dxb = dx0 + c0 * H;
+      const int64_t run = D * H;  // positions of a group
+      const auto gamma_tile = [&] {  // gm[j] = gamma of flat channel c0 + j
+        for (int64_t j = 0, c = c0 % C; j < KC;) {
+          const int64_t len = std::min(KC - j, C - c);
+          std::copy(gamma() + c, gamma() + c + len, gm + j);
+          j += len;
+          c = 0;
+        }
+      };
+      if (D == 1 && H == 1) {
         // One channel per group: the per-group values are the per-channel ones, the means need
         // no spreading, and the coefficients are point_coefs' vectors.
         span_sums<true>(dyb, xb, mflat, W, dsn, dbn);
         if (!p.need_dx) return;
-        for (int64_t i = 0; i < nb; ++i) std::copy(gamma(), gamma() + C, gm + i * C);
+        gamma_tile();
         point_coefs_at(dsn, dbn, rflat, gm, W, l.scale, l.c2, l.c3);
         Lanes flat = l;
         flat.mean = const_cast<float*>(mflat);
-        return span_write(dyb, xb, dx0 + n0 * C, flat, W);
+        return span_write(dyb, xb, dxb, flat, W);
       }
-      for (int64_t k = 0; k < KG; ++k) std::fill(l.mean + k * D, l.mean + (k + 1) * D, mflat[k]);
-      span_sums<true>(dyb, xb, l.mean, W, dsn, dbn);
+      for (int64_t k = 0; k < KG; ++k) std::fill(l.mean + k * run, l.mean + (k + 1) * run, mflat[k]);
+      if (H == 1) {
+        span_sums<true>(dyb, xb, l.mean, W, dsn, dbn);
+      } else {
+        // group_short's sums: the products per position, then each channel's in order from 0.
+        const auto position = [&](int64_t e, int64_t count) {
+          if (count == kWidth) {
+            const VecF d = load(dyb + e);
+            store(ps + e, d * (load(xb + e) - load(l.mean + e)));
+            store(pb + e, d);
+          } else {
+            const VecF d = load_partial(dyb + e, count);
+            store_partial(ps + e, d * (load_partial(xb + e, count) - load_partial(l.mean + e, count)), count);
+            store_partial(pb + e, d, count);
+          }
+        };
+        int64_t e = 0;
+        for (; e + kWidth <= W; e += kWidth) position(e, kWidth);
+        if (e < W) position(e, W - e);
+        for (int64_t c = 0; c < KC; ++c) {
+          float sc = 0.0f, sd = 0.0f;
+          for (int64_t h = c * H; h < (c + 1) * H; ++h) {
+            sc += ps[h];
+            sd += pb[h];
+          }
+          dsn[c] = sc;
+          dbn[c] = sd;
+        }
+      }
       if (!p.need_dx) return;
-      for (int64_t i = 0; i < nb; ++i) std::copy(gamma(), gamma() + C, gm + i * C);
-      const auto products = [&](int64_t e, int64_t count) {
+      gamma_tile();
+      const auto products = [&](int64_t c, int64_t count) {
         if (count == kWidth) {
-          store(ps + e, load(dsn + e) * load(gm + e));
-          store(pb + e, load(dbn + e) * load(gm + e));
+          store(ps + c, load(dsn + c) * load(gm + c));
+          store(pb + c, load(dbn + c) * load(gm + c));
         } else {
-          store_partial(ps + e, load_partial(dsn + e, count) * load_partial(gm + e, count), count);
-          store_partial(pb + e, load_partial(dbn + e, count) * load_partial(gm + e, count), count);
+          store_partial(ps + c, load_partial(dsn + c, count) * load_partial(gm + c, count), count);
+          store_partial(pb + c, load_partial(dbn + c, count) * load_partial(gm + c, count), count);
         }
       };
-      int64_t e = 0;
-      for (; e + kWidth <= W; e += kWidth) products(e, kWidth);
-      if (e < W) products(e, W - e);
+      int64_t c = 0;
+      for (; c + kWidth <= KC; c += kWidth) products(c, kWidth);
+      if (c < KC) products(c, KC - c);
       for (int64_t k = 0; k < KG; ++k) {  // group_coef's sums, in channel order from 0.0f
         float a = 0.0f, b = 0.0f;
         for (int64_t j = k * D; j < (k + 1) * D; ++j) {
@@ -865,12 +918,13 @@ struct Kernel {
       for (int64_t g = 0; g < KG; ++g) {
         const float r = rflat[g];
         for (int64_t j = g * D; j < (g + 1) * D; ++j) {
-          l.scale[j] = r * gm[j];
-          l.c2[j] = k2[g];
-          l.c3[j] = k3[g];
+          const float scale = r * gm[j];
+          std::fill(l.scale + j * H, l.scale + (j + 1) * H, scale);
         }
+        std::fill(l.c2 + g * run, l.c2 + (g + 1) * run, k2[g]);
+        std::fill(l.c3 + g * run, l.c3 + (g + 1) * run, k3[g]);
       }
-      span_write(dyb, xb, dx0 + n0 * C, l, W);
+      span_write(dyb, xb, dxb, l, W);
     });
   }
 
@@ -1058,6 +1112,7 @@ struct Kernel {
     }
     load_params();
     if (p.channel_rows) run_channel_rows();
+    else if (p.short_spans) run_point_rows();
     else if (p.fused) run_fused();
     else run_chunked();
     if (p.need_dgamma || p.need_dbeta) write_param_grads();

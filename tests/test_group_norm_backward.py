@@ -139,6 +139,9 @@ CASES = [((2, 6, 5), 2, 6, 5, 3), ((2, 6, 4, 4), 2, 6, 16, 2), ((4, 32, 28, 28),
          # ... with many samples of few channels: blocks of samples as one span (spans of 2046 and
          # 2044 channels, so blocks end mid-vector and tasks mid-span), over several tasks
          ((1572, 3), 1572, 3, 1, 1), ((1000, 7, 1), 1000, 7, 1, 7), ((700, 12), 700, 12, 1, 4),
+         # planes shorter than a vector in groups of up to 48 positions: spans of whole groups
+         # across samples (one 3x3 plane per group; 2 planes of 9; 3 channels of 2 positions)
+         ((40, 64, 3, 3), 40, 64, 9, 64), ((30, 24, 3, 3), 30, 24, 9, 12), ((716, 6, 2), 716, 6, 2, 2),
          # small groups with HxW >= 16 in batches (crossing samples, cut by the thread shares); one
          # channel per group (coefficients a vector of groups at a time), HxW 16 and 1024 at the edges
          ((3, 300, 20), 3, 300, 20, 300), ((2, 17, 4, 4), 2, 17, 16, 17), ((2, 5, 32, 32), 2, 5, 1024, 5),
@@ -352,6 +355,7 @@ def test_torch_tensors_in_and_out(torch):
     ((8, 32, 28, 28), 8, 32, 784, 8, "contiguous"), ((1, 4, 300, 300), 1, 4, 90000, 2, "contiguous"),
     ((512, 64), 512, 64, 1, 16, "contiguous"), ((32, 48, 5), 32, 48, 5, 12, "contiguous"),
     ((1572, 3), 1572, 3, 1, 1, "contiguous"), ((3000, 5), 3000, 5, 1, 5, "contiguous"),
+    ((40, 64, 3, 3), 40, 64, 9, 64, "contiguous"), ((28, 47, 2), 28, 47, 2, 47, "sliced"),
     ((4, 6, 30, 30), 4, 6, 900, 3, "transposed"), ((2, 2, 200, 200), 2, 2, 40000, 1, "sliced"),
     ((4, 6, 250, 250), 4, 6, 62500, 2, "contiguous"), ((40, 96), 40, 96, 1, 96, "contiguous"),
     ((6, 300, 20), 6, 300, 20, 300, "contiguous"), ((40, 24, 20), 40, 24, 20, 8, "contiguous")], ids=str)
