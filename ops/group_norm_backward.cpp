@@ -13,7 +13,7 @@
 // shape. Where each group of every operand is one unit-stride run (contiguous operands, channel
 // slices of wider tensors: GroupRuns), the vector kernels run on per-group pointers. Other
 // layouts are copied: group by group into a slot per thread in the fused schedule (Staging),
-// else whole into the workspace (dense_copy.h); see prepare. Three schedules, chosen by shape
+// else whole into the workspace (dense_copy.h); see prepare. Four schedules, chosen by shape
 // and layout only (results never depend on threads):
 //   * fused (small groups, or mid-sized ones when there are at least kFusedMinTasks): one task
 //     per (n, g) sums its planes, derives the coefficients and writes dX while the group is
@@ -21,8 +21,11 @@
 //     starts on what the sums pass left in L1 or L2: writes_backward_for);
 //   * chunked (other groups): plane sums in fixed chunks of kPlaneChunk (partials in the
 //     workspace, combined in chunk order), coefficients per (n, g), then dX per chunk;
-//   * channel rows (channels-last operands, or HxW == 1 with groups narrower than a vector):
-//     each sample as HxW rows of C channels, vectorised across the channels (run_channel_rows).
+//   * channel rows (channels-last operands): each sample as HxW rows of C channels,
+//     vectorised across the channels (run_channel_rows);
+//   * spans (contiguous operands with HxW == 1 and groups narrower than a vector, or planes
+//     shorter than a vector in groups of at most kShortSpanGroupMax positions): blocks of whole
+//     groups across samples, each one vectorised span of memory (run_point_rows).
 // Where each group is one channel, the coefficients are computed a vector of groups at a time
 // (point_coefs).
 // dX of an op that overflows the last-level cache is written with streaming stores.
@@ -136,16 +139,16 @@ Plan make_plan(const GroupNormBackwardArgs& a) {
     const int64_t by_size = std::max<int64_t>(1, p.C * p.HxW / kGrainElems);
     p.row_chunks = std::min({p.HxW, by_size, (kRowSplitSamples + p.N - 1) / p.N});
   }
-  // A sample's lanes are needed only while it runs; with one task per sample (row_chunks 1)
-  // they live in a slot per worker. A slot per sample made the workspace of [256, 4096] HxW 1
-  // G1024 26 MB, six times its input, and every call wrote and reread all of it.
   // Short planes (1 < HxW < a vector) in groups of few positions, contiguous: group by group
   // (group_short) each group's setup cost more than its positions ([128, 64, 3, 3] G64: 198 us,
-  // torch 76 us); as spans 0.3-0.4x the time.
+  // torch 76 us); as spans about half the time.
   p.short_spans = !p.channel_rows && p.HxW > 1 && p.HxW < kWidth && group_elems <= kShortSpanGroupMax &&
                   x.is_contiguous() && a.gradOut.is_contiguous() && (!p.need_dx || a.gradInput.is_contiguous());
-  // Spans (run_point_rows): a block of whole groups per task, and per slot 9 floats per
-  // position of a block (its lanes, gamma, products and per-group sums).
+  // A sample's lanes are needed only while it runs, so they live in a slot per worker (a slot
+  // per sample only when a sample's rows are split over tasks). A slot per sample made the
+  // workspace of [256, 4096] HxW 1 G1024 26 MB, six times its input, and every call wrote and
+  // reread all of it. Spans (run_point_rows): a block of whole groups per task, and per slot 9
+  // floats per position of a block (its lanes, gamma, products and per-group sums).
   p.slot_floats = 4 * p.C;
   int64_t slot_tasks = p.N;
   if ((p.channel_rows && p.HxW == 1) || p.short_spans) {
