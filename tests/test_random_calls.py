@@ -1,6 +1,6 @@
 """Seeded random calls of every op, with shapes drawn on both sides of the kernels' path
 thresholds (register, buffered and long Softmax rows, short and column blocks; fused, batched,
-short-plane and chunked GroupNorm groups; PReLU's weight layouts; GridSampler's channel blocks,
+short-plane, chunked and spanned GroupNorm groups; PReLU's weight layouts; GridSampler's channel blocks,
 compact and split schedules) and random input layouts, on every ISA variant. Each result is
 checked against the float64 reference and derived error bound of the op's own test module, and
 must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path with chosen shapes;
@@ -107,6 +107,26 @@ def test_group_norm(isa, threads, seed):
         HxW = shrink([length(rng, 0.3)], MAX_ELEMENTS // (N * C) or 1)[0]
         shape = (N, C, HxW) if rng.random() < 0.6 else (N, C, HxW, 1)
         args = gn_test.make(rng, shape, N, C, HxW, G, dtype, gamma=rng.random() < 0.8)
+        dy, x = layout(rng, args[0]), layout(rng, args[1])
+        mask = tuple(bool(v) for v in rng.integers(0, 2, 3))
+        mask = mask if any(mask) else (True, True, True)
+        call = lambda: ac.group_norm_backward(dy, x, *args[2:], output_mask=mask)
+        gn_test.check(args, on_both_thread_counts(threads, call), mask)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_group_norm_spans(isa, threads, seed):
+    """Many samples of few channels with HxW 1 or planes shorter than a vector: the spans
+    schedule's blocks of whole groups across samples (the draws above keep N <= 4)."""
+    rng = np.random.default_rng([5, seed])
+    for _ in range(CALLS):
+        dtype = DTYPES[rng.integers(3)]
+        D, G = int(rng.choice([1, 2, 3, 5, 7, 12, 15])), int(rng.choice([1, 2, 3, 8]))
+        C, HxW = D * G, int(rng.choice([1, 1, 2, 3, 5, 9, 15, 16]))
+        N = int(rng.integers(1, 400))
+        while N * C * HxW > MAX_ELEMENTS // 2:
+            N = max(1, N // 2)
+        args = gn_test.make(rng, (N, C, HxW), N, C, HxW, G, dtype, gamma=rng.random() < 0.8)
         dy, x = layout(rng, args[0]), layout(rng, args[1])
         mask = tuple(bool(v) for v in rng.integers(0, 2, 3))
         mask = mask if any(mask) else (True, True, True)
