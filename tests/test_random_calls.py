@@ -1,10 +1,10 @@
 """Seeded random calls of every op, with shapes drawn on both sides of the kernels' path
 thresholds (register, buffered and long Softmax rows, short and column blocks; fused, batched,
-short-plane, chunked and spanned GroupNorm groups; PReLU's weight layouts; GridSampler's channel blocks,
-compact and split schedules) and random input layouts, on every ISA variant. Each result is
-checked against the float64 reference and derived error bound of the op's own test module, and
-must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path with chosen shapes;
-this draws the combinations nobody chose.
+short-plane, chunked and spanned GroupNorm groups; PReLU's weight layouts; GridSampler's
+channel blocks, compact and split schedules) and random input layouts, on every ISA variant.
+Each result is checked against the float64 reference and derived error bound of the op's own
+test module, and must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path
+with chosen shapes; this draws the combinations nobody chose.
 
 ACLNN_CPU_RANDOM_CALLS (default 6) sets the calls per op, seed and ISA variant: a long campaign
 is `ACLNN_CPU_RANDOM_CALLS=500 pytest tests/test_random_calls.py`, and ACLNN_CPU_RANDOM_SEED=k

@@ -1,7 +1,8 @@
 """Workspace sizes stay in proportion to the call: at most WORKSPACE_RATIO times the bytes of the
-op's tensors plus WORKSPACE_SLACK (fp16 GroupNorm with HxW 1 and dense copies comes closest, 3.02x). Users allocate the workspace themselves (aclrtMalloc, or the
-functional API's kept buffer), so a plan that scales with something else is a memory bug even
-when its results are right: GroupNorm's channel-rows schedule used to keep four floats per
+op's tensors plus WORKSPACE_SLACK (fp16 GroupNorm with HxW 1 and dense copies comes closest,
+3.02x). Users allocate the workspace themselves (aclrtMalloc, or the functional API's kept
+buffer), so a plan that scales with something else is a memory bug even when its results are
+right: GroupNorm's channel-rows schedule used to keep four floats per
 (sample, channel), [256, 4096] HxW 1 G1024 in fp16 asking for 26 MiB beside 6 MiB of tensors.
 
 Only phase 1 runs, on arrays that are never touched (np.empty), so big shapes cost nothing.
