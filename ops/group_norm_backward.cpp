@@ -61,7 +61,8 @@ constexpr int64_t kRowSplitSamples = 8;
 constexpr int64_t kPointBlockElems = 2048;
 // Short planes run as spans when a group has at most this many positions (processes
 // alternated, 2 threads, fp32, against group_short: [64, 256, 3, 3] G128 (36) 0.71-0.94x the
-// time, [64, 512, 3, 3] G64 (72) 0.86-1.29x, G32 (144) 1.3-2.0x).
+// time; with the per-channel writes, [64, 512, 3, 3] G64 (72) 0.84-1.09x, G32 (144)
+// 1.05-1.06x, [32, 128, 3, 3] G8 (144) 1.06-1.10x).
 constexpr int64_t kShortSpanGroupMax = 48;
 constexpr int64_t kShortBlock = 1024;    // floats of a channel block of short planes (HxW < kWidth)
 // Small fused groups (Kernel::batched_groups): groups of at most kBatchGroupMax elements, in
@@ -810,7 +811,7 @@ struct Kernel {
   // per element, channel and group are those of row_sums / group_short, group_coef and
   // row_write, so the results are the same bits. Per sample or group, [1572, 3] G1 bf16 took
   // 79 us (torch 29 us), [4096, 64] G32 fp32 1.0 ms (torch 1.3 ms), and instance-norm-like
-  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 102 us).
+  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 83 us).
   void run_point_rows() const {
     const int64_t C = p.C, D = p.D, H = p.HxW, B = p.point_block, NG = p.N * p.G;
     const VecF sv = set1(1.0f / float(D * H));
@@ -918,16 +919,29 @@ struct Kernel {
       int64_t k = 0;
       for (; k + kWidth <= KG; k += kWidth) coefs(k, kWidth);
       if (k < KG) coefs(k, KG - k);
+      if (H == 1) {
+        for (int64_t g = 0; g < KG; ++g) {
+          const float r = rflat[g];
+          for (int64_t j = g * D; j < (g + 1) * D; ++j) l.scale[j] = r * gm[j];
+          std::fill(l.c2 + g * D, l.c2 + (g + 1) * D, k2[g]);
+          std::fill(l.c3 + g * D, l.c3 + (g + 1) * D, k3[g]);
+        }
+        return span_write(dyb, xb, dxb, l, W);
+      }
+      // Short planes: each channel's H positions as one partial vector with its values broadcast
+      // (span_write's operations per position, so the same bits). Spread per position first and
+      // written as one span, [128, 64, 3, 3] G64 took 108-179 us, [64, 512, 3, 3] G512 390-509
+      // (processes alternated); this way 82-83 and 286-310.
       for (int64_t g = 0; g < KG; ++g) {
         const float r = rflat[g];
+        const VecF mv = set1(mflat[g]), c2v = set1(k2[g]), c3v = set1(k3[g]);
         for (int64_t j = g * D; j < (g + 1) * D; ++j) {
-          const float scale = r * gm[j];
-          std::fill(l.scale + j * H, l.scale + (j + 1) * H, scale);
+          const int64_t at = j * H;
+          const VecF value = fma(set1(r * gm[j]), load_partial(dyb + at, H),
+                                 fma(c2v, load_partial(xb + at, H) - mv, c3v));
+          store_partial(dxb + at, value, H);
         }
-        std::fill(l.c2 + g * run, l.c2 + (g + 1) * run, k2[g]);
-        std::fill(l.c3 + g * run, l.c3 + (g + 1) * run, k3[g]);
       }
-      span_write(dyb, xb, dxb, l, W);
     });
   }
 
