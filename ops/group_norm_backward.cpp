@@ -466,9 +466,7 @@ struct Kernel {
         store_partial(scale + c, k1, count), store_partial(c2 + c, k2, count), store_partial(c3 + c, k3, count);
       }
     };
-    int64_t c = 0;
-    for (; c + kWidth <= len; c += kWidth) lanes(c, kWidth);
-    if (c < len) lanes(c, len - c);
+    for_each_vector(len, lanes);
   }
 
   // run_fused's groups [begin, end) when they are small (at most kBatchGroupMax elements, planes
@@ -868,9 +866,7 @@ struct Kernel {
             store_partial(pb + e, d, count);
           }
         };
-        int64_t e = 0;
-        for (; e + kWidth <= W; e += kWidth) position(e, kWidth);
-        if (e < W) position(e, W - e);
+        for_each_vector(W, position);
         for (int64_t c = 0; c < KC; ++c) {
           float sc = 0.0f, sd = 0.0f;
           for (int64_t h = c * H; h < (c + 1) * H; ++h) {
@@ -892,9 +888,7 @@ struct Kernel {
           store_partial(pb + c, load_partial(dbn + c, count) * load_partial(gm + c, count), count);
         }
       };
-      int64_t c = 0;
-      for (; c + kWidth <= KC; c += kWidth) products(c, kWidth);
-      if (c < KC) products(c, KC - c);
+      for_each_vector(KC, products);
       for (int64_t k = 0; k < KG; ++k) {  // group_coef's sums, in channel order from 0.0f
         float a = 0.0f, b = 0.0f;
         for (int64_t j = k * D; j < (k + 1) * D; ++j) {
@@ -916,9 +910,7 @@ struct Kernel {
           store_partial(k2 + k, c2, count), store_partial(k3 + k, c3, count);
         }
       };
-      int64_t k = 0;
-      for (; k + kWidth <= KG; k += kWidth) coefs(k, kWidth);
-      if (k < KG) coefs(k, KG - k);
+      for_each_vector(KG, coefs);
       if (H == 1) {
         for (int64_t g = 0; g < KG; ++g) {
           const float r = rflat[g];

@@ -419,9 +419,7 @@ inline void add_rows(const float* rows, int64_t count, int64_t n, int64_t stride
     if (lanes == kWidth) store(out + i, sum);
     else store_partial(out + i, sum, lanes);
   };
-  int64_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) column(i, kWidth);
-  if (i < n) column(i, n - i);
+  for_each_vector(n, column);
 }
 
 template <class T>

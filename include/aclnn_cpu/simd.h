@@ -655,6 +655,15 @@ ACLNN_ALWAYS_INLINE int64_t pipelined(int64_t i, int64_t end, int64_t step, Make
   return i;
 }
 
+// Calls fn(i, count) for the vectors of [0, n): count is kWidth, but n - i for a last partial
+// vector (its lanes loaded with load_partial). Forced inline, as store_run below.
+template <class Fn>
+ACLNN_ALWAYS_INLINE void for_each_vector(int64_t n, Fn&& fn) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) fn(i, int64_t(kWidth));
+  if (i < n) fn(i, n - i);
+}
+
 // Stores a run of n elementwise results: value(i, count) returns lanes [i, i + count), where
 // count is kWidth except for a partial head or tail (load its inputs with load_partial then).
 // With kStream the aligned middle of the run goes through streaming stores; the values stored
