@@ -167,7 +167,7 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
   }
   try {
     // Owned until returned: a later allocation that throws must not leak it.
-    auto t = std::make_unique<aclTensor>();
+    auto t = std::unique_ptr<aclTensor>(new aclTensor);
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
     if (stride != nullptr) {
       t->strides.assign(stride, stride + viewDimsNum);

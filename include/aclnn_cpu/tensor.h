@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "aclnn/aclnn_base.h"
+#include "aclnn_cpu/dim_array.h"
 #include "aclnn_cpu/tensor_view.h"
 
 struct aclTensor {
-  std::vector<int64_t> view_dims;     // the logical shape
-  std::vector<int64_t> strides;       // in elements, one per view dim (filled in when null)
-  std::vector<int64_t> storage_dims;  // as given; informational
+  std::vector<int64_t> view_dims;     // the logical shape (a Shape, as validators read it)
+  aclnn_cpu::DimArray strides;        // in elements, one per view dim (filled in when null)
+  aclnn_cpu::DimArray storage_dims;   // as given; informational
   int64_t offset = 0;                 // in elements, from data to element [0, ..., 0]
   aclnn_cpu::DType dtype = aclnn_cpu::DType::Undefined;  // any aclDataType value, unchecked
   int32_t format = ACL_FORMAT_ND;     // aclFormat value

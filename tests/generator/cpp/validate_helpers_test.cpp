@@ -25,8 +25,8 @@ static aclTensor make(std::vector<int64_t> dims, std::vector<int64_t> strides, v
                       int64_t offset = 0, DType dt = DType::Float32) {
   aclTensor t;
   t.view_dims = dims;
-  t.strides = strides;
-  t.storage_dims = dims;
+  t.strides.assign(strides.data(), strides.data() + strides.size());
+  t.storage_dims.assign(dims.data(), dims.data() + dims.size());
   t.offset = offset;
   t.dtype = dt;
   t.data = data;
@@ -91,6 +91,18 @@ int main() {
   aclTensor ones = make({1, 5}, {0, 1}, buf);  // zero stride on a size-1 dim is harmless
   EXPECT(!has_internal_overlap(&ones));
   EXPECT(check_output_writable("op", "out", &zero) == kParamInvalid);
+  EXPECT(std::string(recent_error()) ==
+         "op: out of shape [4, 2] and strides [0, 1] would write some memory locations more than once");
+  // Strides past the 8 a tensor keeps inline live on the heap; reassigning goes back inline.
+  aclTensor deep = make(std::vector<int64_t>(12, 2), std::vector<int64_t>(12, 1), buf);
+  EXPECT(deep.strides.size() == 12 && deep.strides[11] == 1 && has_internal_overlap(&deep));
+  EXPECT(check_output_writable("op", "out", &deep) == kParamInvalid);
+  EXPECT(std::string(recent_error()).find("strides [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]") != std::string::npos);
+  const int64_t four[4] = {8, 4, 2, 1};
+  deep.strides.assign(four, four + 4);
+  EXPECT(deep.strides.size() == 4 && deep.strides[0] == 8 && deep.strides[3] == 1);
+  deep.strides.assign(9, 3);
+  EXPECT(deep.strides.size() == 9 && deep.strides[8] == 3);
   aclTensor ro = make({2}, {1}, buf);
   ro.read_only = true;
   EXPECT(check_output_writable("op", "out", &ro) == kParamInvalid);
