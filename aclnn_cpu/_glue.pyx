@@ -2,7 +2,10 @@
 # Hand-written glue between Python arrays and the aclnn C API. The generated stubs in _ops.pyx
 # call these helpers; every Python call goes through the same C validation path a C user hits.
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE, PyBUF_SIMPLE
+from cpython.long cimport PyLong_FromSsize_t
 from cpython.number cimport PyNumber_Index
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_SetName
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
@@ -587,8 +590,17 @@ cpdef object as_input(object x):
 
 cpdef tuple shape_of(object x):
     """The shape of any array-like as a tuple of ints."""
+    cdef int k, nd
+    cdef tuple dims
     if type(x) is cnp.ndarray:
-        return x.shape  # already a tuple of ints
+        # Read off the array's C struct: the `shape` attribute is a type lookup and a getter.
+        nd = cnp.PyArray_NDIM(x)
+        dims = PyTuple_New(nd)
+        for k in range(nd):
+            extent = PyLong_FromSsize_t(cnp.PyArray_DIMS(x)[k])
+            Py_INCREF(extent)  # PyTuple_SET_ITEM steals the reference the local also holds
+            PyTuple_SET_ITEM(dims, k, extent)
+        return dims
     shape = getattr(x, "shape", None)
     if shape is None:
         shape = np.asarray(x).shape
@@ -598,7 +610,7 @@ cpdef tuple shape_of(object x):
 cpdef object dtype_of(object x):
     """The NumPy dtype matching ``x``'s element type (ml_dtypes.bfloat16 for bfloat16)."""
     if cnp.PyArray_Check(x):
-        return x.dtype
+        return <object><void*>cnp.PyArray_DESCR(x)  # the `dtype` attribute without the lookup
     dt = getattr(x, "dtype", None)
     if dt is not None:
         mapped = _TORCH_TO_NUMPY.get(str(dt))
