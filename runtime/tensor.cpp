@@ -166,7 +166,8 @@ ACLNN_API aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsN
     return nullptr;
   }
   try {
-    // Owned until returned: a later allocation that throws must not leak it.
+    // Owned until returned: a later allocation that throws must not leak it. Default-initialised
+    // (not make_unique's value-initialisation, which zero-fills the inline dims first).
     auto t = std::unique_ptr<aclTensor>(new aclTensor);
     t->view_dims.assign(viewDims, viewDims + viewDimsNum);
     if (stride != nullptr) {
