@@ -33,6 +33,8 @@
 // outputs are neither computed nor touched.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "aclnn_cpu/dense_copy.h"
 #include "aclnn_cpu/flat_values.h"
@@ -809,11 +811,56 @@ struct Kernel {
   // per element, channel and group are those of row_sums / group_short, group_coef and
   // row_write, so the results are the same bits. Per sample or group, [1572, 3] G1 bf16 took
   // 79 us (torch 29 us), [4096, 64] G32 fp32 1.0 ms (torch 1.3 ms), and instance-norm-like
-  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 83 us).
+  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 83 us, and 57-63
+  // with the means stored as vectors, the plane sums unrolled and the sizes held in registers).
+  // fn(std::integral_constant<int64_t, H>) for plane sizes 2..15 (loops over a plane's
+  // positions then unroll), fn(std::integral_constant<int64_t, 0>) for any other size.
+  template <class Fn>
+  static void with_short_plane(int64_t H, Fn&& fn) {
+    with_plane_size(H, fn, std::make_integer_sequence<int64_t, 16>{});
+  }
+  template <class Fn, int64_t... Hs>
+  static void with_plane_size(int64_t H, Fn& fn, std::integer_sequence<int64_t, Hs...>) {
+    const bool known = ((H == Hs && Hs >= 2 && (fn(std::integral_constant<int64_t, Hs>{}), true)) || ...);
+    if (!known) fn(std::integral_constant<int64_t, 0>{});
+  }
+
+  // out_a[k], out_b[k] = the sums of run k of a and of b (len values each, runs back to back),
+  // each added in order from 0.0f. Runs of one value (0.0f + the value: the same bits) go as
+  // vectors; a len known at compile time unrolls the loop over a run.
+  template <class Len>
+  static void run_sums(const float* a, const float* b, int64_t runs, Len len, float* out_a, float* out_b) {
+    if constexpr (std::is_same<Len, std::integral_constant<int64_t, 1>>::value) {
+      for_each_vector(runs, [&](int64_t k, int64_t count) {
+        if (count == kWidth) {
+          store(out_a + k, zero() + load(a + k));
+          store(out_b + k, zero() + load(b + k));
+        } else {
+          store_partial(out_a + k, zero() + load_partial(a + k, count), count);
+          store_partial(out_b + k, zero() + load_partial(b + k, count), count);
+        }
+      });
+    } else {
+      const int64_t n = len;
+      for (int64_t k = 0; k < runs; ++k) {
+        float sa = 0.0f, sb = 0.0f;
+        for (int64_t i = k * n; i < (k + 1) * n; ++i) {
+          sa += a[i];
+          sb += b[i];
+        }
+        out_a[k] = sa;
+        out_b[k] = sb;
+      }
+    }
+  }
+
   void run_point_rows() const {
-    const int64_t C = p.C, D = p.D, H = p.HxW, B = p.point_block, NG = p.N * p.G;
-    const VecF sv = set1(1.0f / float(D * H));
+    const int64_t C_ = p.C, D_ = p.D, H_ = p.HxW, B = p.point_block, NG = p.N * p.G;
+    const VecF sv = set1(1.0f / float(D_ * H_));
     parallel_tasks((NG + B - 1) / B, p.lane_slots, [&](int64_t t, int64_t worker) {
+      // Sizes as locals: captured by reference, they were reloaded after every vector store (an
+      // intrinsic store may alias anything), twice per channel in the short planes' dX loop.
+      const int64_t C = C_, D = D_, H = H_;
       // Groups [k0, k0 + KG) of all samples' groups one after another, as in memory.
       const int64_t k0 = t * B, KG = std::min(B, NG - k0), KC = KG * D, W = KC * H, c0 = k0 * D;
       float* slot = lanes(worker);
@@ -850,7 +897,13 @@ struct Kernel {
         flat.mean = const_cast<float*>(mflat);
         return span_write(dyb, xb, dxb, flat, W);
       }
-      for (int64_t k = 0; k < KG; ++k) std::fill(l.mean + k * run, l.mean + (k + 1) * run, mflat[k]);
+      for (int64_t k = 0; k < KG; ++k) {  // (a group is at most kShortSpanGroupMax positions)
+        const VecF m = set1(mflat[k]);
+        for_each_vector(run, [&](int64_t i, int64_t count) {
+          if (count == kWidth) store(l.mean + k * run + i, m);
+          else store_partial(l.mean + k * run + i, m, count);
+        });
+      }
       if (H == 1) {
         span_sums<true>(dyb, xb, l.mean, W, dsn, dbn);
       } else {
@@ -867,15 +920,10 @@ struct Kernel {
           }
         };
         for_each_vector(W, position);
-        for (int64_t c = 0; c < KC; ++c) {
-          float sc = 0.0f, sd = 0.0f;
-          for (int64_t h = c * H; h < (c + 1) * H; ++h) {
-            sc += ps[h];
-            sd += pb[h];
-          }
-          dsn[c] = sc;
-          dbn[c] = sd;
-        }
+        with_short_plane(H, [&](auto plane) {  // each channel's few positions, unrolled
+          if constexpr (plane.value > 0) run_sums(ps, pb, KC, plane, dsn, dbn);
+          else run_sums(ps, pb, KC, H, dsn, dbn);
+        });
       }
       if (!p.need_dx) return;
       gamma_tile();
@@ -889,15 +937,9 @@ struct Kernel {
         }
       };
       for_each_vector(KC, products);
-      for (int64_t k = 0; k < KG; ++k) {  // group_coef's sums, in channel order from 0.0f
-        float a = 0.0f, b = 0.0f;
-        for (int64_t j = k * D; j < (k + 1) * D; ++j) {
-          a += ps[j];
-          b += pb[j];
-        }
-        k2[k] = a;
-        k3[k] = b;
-      }
+      // group_coef's sums, in channel order
+      if (D == 1) run_sums(ps, pb, KG, std::integral_constant<int64_t, 1>{}, k2, k3);
+      else run_sums(ps, pb, KG, D, k2, k3);
       const auto coefs = [&](int64_t k, int64_t count) {
         const bool full = count == kWidth;
         const VecF r = full ? load(rflat + k) : load_partial(rflat + k, count);
@@ -1076,16 +1118,19 @@ struct Kernel {
           const float* dsn = ds() + n * p.C;
           const float* dbn = db() + n * p.C;
           if (p.D < kWidth) {
-            // Groups narrower than a vector: rstd spread per channel first, then whole vectors
-            // (per channel the same operations as below, so the same values).
-            spread_per_channel(rstd() + n * p.G, c0, c1, rc);
+            // Groups narrower than a vector: rstd spread per channel first (with one channel per
+            // group, sample n's rstd row already is), then whole vectors (per channel the same
+            // operations as below, so the same values).
+            const float* rn = rc;
+            if (p.D == 1) rn = rstd() + n * p.G + c0;
+            else spread_per_channel(rstd() + n * p.G, c0, c1, rc);
             int64_t c = c0;
             for (; c + kWidth <= c1; c += kWidth) {
-              store(sg + (c - c0), load(sg + (c - c0)) + load(dsn + c) * load(rc + (c - c0)));
+              store(sg + (c - c0), load(sg + (c - c0)) + load(dsn + c) * load(rn + (c - c0)));
               store(sb + (c - c0), load(sb + (c - c0)) + load(dbn + c));
             }
             for (; c < c1; ++c) {
-              sg[c - c0] += dsn[c] * rc[c - c0];
+              sg[c - c0] += dsn[c] * rn[c - c0];
               sb[c - c0] += dbn[c];
             }
             continue;
