@@ -987,11 +987,53 @@ void load_rows(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_
   }
 }
 
+// Whether a plane's positions hold their channels side by side (channels-last, NHWC): the
+// channel-last lanes are then a strided copy of whole pixels, with no transposes. Gathered as
+// rows and transposed back, channels-last operands had cost 2-2.6x their contiguous time.
+inline bool pixels_interleaved(int64_t schan, const Plane& pl) { return schan == 1 && pl.flat && pl.scol != 1; }
+
+// load_channels of pixels_interleaved operands: each position's cvalid channels, one vector run.
+template <class T, int Cb>
+void load_interleaved(const T* base, int cvalid, int64_t step, int64_t p0, int64_t len, float* dst) {
+  for (int64_t q = 0; q < len; ++q) {
+    const T* src = base + (p0 + q) * step;
+    float* to = dst + q * Cb;
+    for (int c = 0; c < Cb; c += simd::kWidth) {
+      const int64_t have = std::min<int64_t>(std::max(cvalid - c, 0), simd::kWidth);
+      const simd::VecF v = have == simd::kWidth ? simd::load(src + c)
+                           : have > 0           ? simd::load_partial(src + c, have)
+                                                : simd::zero();
+      if (Cb - c >= simd::kWidth) simd::store(to + c, v);
+      else simd::store_partial(to + c, v, Cb - c);
+    }
+  }
+}
+
+// store_channel_blocks of pixels_interleaved outputs: each position's cvalid channels summed
+// over `parts` (in part order, as group_to_rows adds them), rounded to T, one vector run.
+template <class T, int Cb, bool Parts>
+void store_interleaved(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base, int64_t step,
+                       int64_t p0, int64_t len) {
+  for (int64_t q = 0; q < len; ++q) {
+    const float* from = src + (p0 + q) * Cb;
+    T* out = base + (p0 + q) * step;
+    for (int c = 0; c < cvalid; c += simd::kWidth) {
+      const int64_t have = std::min<int64_t>(cvalid - c, simd::kWidth);
+      simd::VecF v = simd::load_partial(from + c, have);
+      if (Parts)
+        for (int64_t k = 1; k < parts; ++k) v = v + simd::load_partial(from + c + k * part_stride, have);
+      if (have == simd::kWidth) simd::store(out + c, v);
+      else simd::store_partial(out + c, v, have);
+    }
+  }
+}
+
 // Reads channels [0, cvalid) of positions [p0, p0 + len) into dst[q * Cb + c] as fp32; lanes of
 // missing channels are zero.
 template <class T, int Cb>
 void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, int64_t p0, int64_t len,
                    float* dst) {
+  if (pixels_interleaved(schan, pl)) return load_interleaved<T, Cb>(base, cvalid, pl.scol, p0, len, dst);
   alignas(64) T raw[Cb][kTile];
   const T* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;
@@ -1016,6 +1058,8 @@ void load_channels(const T* base, int64_t schan, int cvalid, const Plane& pl, in
 template <class T, int Cb, bool Parts>
 void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, int cvalid, T* base,
                           int64_t schan, const Plane& pl, int64_t p0, int64_t len, bool stream) {
+  if (pixels_interleaved(schan, pl))
+    return store_interleaved<T, Cb, Parts>(src, parts, part_stride, cvalid, base, pl.scol, p0, len);
   alignas(64) T raw[Cb][kTile];
   T* rows[Cb];
   const bool contiguous = pl.flat && pl.scol == 1;

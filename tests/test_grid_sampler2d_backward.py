@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 import aclnn_cpu as ac
-from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, f64, strided_view, to_torch
+from support import BFLOAT16, FP32_EPS, LAYOUTS, UNIT_ROUNDOFF, assert_within, channels_last, f64, strided_view, to_torch
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BFLOAT16]
 TINY = {np.dtype(np.float32): 2.0 ** -149, np.dtype(np.float16): 2.0 ** -24, BFLOAT16: 2.0 ** -133}
@@ -490,6 +490,29 @@ def test_strided_inputs(isa, layout, mode, dtype):
         views = [strided_view(rng, a, layout) for a in (go, x, grid)]
         ig, gg = ac.grid_sampler2d_backward(*views, mode, 1, False)
         check(ig, gg, reference(go, x, grid, mode, 1, False), dtype, f"{layout} {shape}")
+
+
+# Channels-last operands (torch's channels_last; NumPy's a.transpose(0, 2, 3, 1) viewed back):
+# each position's channels are side by side, copied to and from the channel-last lanes as
+# whole pixels. Shapes: a partial block of 4 lanes, a block of 16 and a partial one, one sample
+# whose positions split into parts (their inputGrad sums), a grid over touched pixels only.
+@pytest.mark.parametrize("mode", list(MODES), ids=MODES.get)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_channels_last_operands_give_the_contiguous_bits(isa, threads, mode, dtype):
+    rng = np.random.default_rng(17)
+    for shape in [(2, 3, 9, 11, 5, 7), (2, 20, 7, 9, 8, 5), (1, 16, 8, 8, 48, 48), (2, 6, 30, 32, 3, 4)]:
+        go, x, grid = make(rng, *shape, dtype)
+        threads(1)
+        contiguous = ac.grid_sampler2d_backward(go, x, grid, mode, 0, True)
+        for count, (go_v, x_v) in itertools.product(
+                (1, 2), [(channels_last(go), channels_last(x)), (go, channels_last(x)), (channels_last(go), x)]):
+            threads(count)
+            ig = channels_last(np.full(x.shape, 7.0, dtype))
+            gg = np.full(grid.shape, 7.0, dtype)
+            ac.grid_sampler2d_backward(go_v, x_v, grid, mode, 0, True, out=(ig, gg))
+            assert np.array_equal(f64(ig), f64(contiguous[0])), shape
+            assert np.array_equal(f64(gg), f64(contiguous[1])), shape
+        check(ig, gg, reference(go, x, grid, mode, 0, True), dtype, f"channels-last {shape}")
 
 
 def test_zero_strides_in_inputs():
