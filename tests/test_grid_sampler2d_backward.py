@@ -467,6 +467,41 @@ def test_split_parts_touch_only_their_rows(grid_kind, mode, pad, align, dtype):
     assert ig2.tobytes() == ig.tobytes() and gg2.tobytes() == gg.tobytes()
 
 
+# Grids of few positions against the input's pixels (P * 8 <= H * W) load, zero and write back
+# only the input rows they can reach; the rest of inputGrad is zero-filled. The workspace is
+# NaN in every float, then zero: a read outside the loaded rows would make the two differ. (A
+# NaN coordinate reaches every row; its results are checked against torch elsewhere.)
+@pytest.mark.parametrize("grid_kind", ["patch", "top-edge", "beyond", "nan", "spread"])
+@pytest.mark.parametrize("mode,pad,align", [(0, 0, False), (1, 1, True), (2, 0, True), (2, 1, False), (0, 2, False)],
+                         ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_small_grids_touch_only_the_rows_they_reach(threads, grid_kind, mode, pad, align, dtype):
+    rng = np.random.default_rng(24)
+    N, C, H, W, Ho, Wo = 2, 5, 40, 36, 2, 3
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    grid = rng.uniform(-0.1, 0.1, (N, Ho, Wo, 2)) + rng.uniform(-0.7, 0.7, (N, 1, 1, 2))
+    if grid_kind == "top-edge":
+        grid[..., 1] = rng.uniform(-1.1, -0.9, (N, Ho, Wo))
+    elif grid_kind == "beyond":  # every position below the image
+        grid[..., 1] += 2.5
+    elif grid_kind == "nan":
+        grid[1, 0, 1, 1] = np.nan
+    elif grid_kind == "spread":  # over the whole image: every row
+        grid = rng.uniform(-1.0, 1.0, (N, Ho, Wo, 2))
+    grid = grid.astype(dtype)
+    results = []
+    for count, fill in itertools.product((1, 2), (0xFF, 0)):
+        threads(count)
+        ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
+        ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, pad, align, (True, True), ig, gg)
+        ac.aclnnGridSampler2DBackward(np.full(ws, fill, np.uint8), ws, ex)
+        if grid_kind != "nan":
+            check(ig, gg, reference(go, x, grid, mode, pad, align), dtype, grid_kind)
+        results.append(ig.tobytes() + gg.tobytes())
+    assert all(r == results[0] for r in results)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_large_channel_count_matches_torch(torch, dtype):
     rng = np.random.default_rng(13)
