@@ -2090,36 +2090,57 @@ class Runner {
     const int64_t task_work = task_cost(g_.P + (p_.compact ? g_.HW / 16 : 0));
     const bool worth_threads = nc * p_.nblocks * task_work >= kTaskGrainWork;
     // A grid of few positions against the input's pixels reaches few of its rows (a crop, a
-    // patch): only those rows are loaded, zeroed and written back from the buffers, the rest of
-    // inputGrad is zero-filled (the same bits: their sums would stay +0.0). Whole planes cost a
-    // bicubic N1 C9 118x54 -> 2x1 call 27 us against torch's 8. Reflection padding and NaN
-    // reach every row (reachable_rows), as do most grids spread over the image, which then
-    // cost a pass over their y values, a fraction of a plane's work here.
+    // patch, a few samples): only those rows, in 64 bands, are loaded, zeroed and written back
+    // from the buffers, the rest of inputGrad is zero-filled (the same bits: their sums would
+    // stay +0.0). Whole planes cost a bicubic N1 C9 118x54 -> 2x1 call 27 us against torch's 8,
+    // N13 C5 209x115 -> 2x2 (4 positions spread over the image) 568 us against 65. Reflection
+    // padding and NaN reach every row (reachable_bands), as do grids spread more densely, which
+    // then cost a pass over their y values, a fraction of a plane's work here.
     const bool windowed = g_.P * kWindowRatio <= g_.HW;
+    const int64_t band = ceil_div(g_.H, 64);
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
-      const RowWindow w = windowed ? reachable_rows(n, 0, g_.P) : RowWindow{0, g_.H};
-      const int64_t lo = w.lo * g_.W, hi = w.hi * g_.W;  // the window's pixels
+      // The reached rows as runs of bands: rows [runs[k].lo, runs[k].hi), in order.
+      RowWindow runs[32];
+      int64_t nruns = 0;
+      const uint64_t bits = windowed ? reachable_bands(n, 0, g_.P, band) : ~uint64_t(0);
+      for (int64_t k = 0; k < 64 && k * band < g_.H;) {
+        if (!(bits >> k & 1)) {
+          ++k;
+          continue;
+        }
+        int64_t e = k;
+        while (e < 64 && e * band < g_.H && (bits >> e & 1)) ++e;
+        runs[nruns++] = RowWindow{k * band, std::min(g_.H, e * band)};
+        k = e;
+      }
       float* mem = slot_mem(slot);
       float* in = nullptr;
       float* ig = nullptr;
       if (p_.need_gx) {
         in = mem;
         mem += bs;
-        load_input_block(n, b, in, w);
+        for (int64_t r = 0; r < nruns; ++r) load_input_block(n, b, in, runs[r]);
+        std::memset(in + g_.HW * Cb, 0, Cb * sizeof(float));  // the sink, also when no row is reached
       }
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
-        std::memset(ig + lo * Cb, 0, size_t((hi - lo) * Cb) * sizeof(float));
+        for (int64_t r = 0; r < nruns; ++r)
+          std::memset(ig + runs[r].lo * g_.W * Cb, 0, size_t((runs[r].hi - runs[r].lo) * g_.W * Cb) * sizeof(float));
         std::memset(ig + g_.HW * Cb, 0, Cb * sizeof(float));  // the sink
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
       if (!p_.need_ig) return;
-      store_input_grad(n, b, ig, 1, lo, hi - lo);
-      store_zero_input_grad(n, b, 0, lo);
-      store_zero_input_grad(n, b, hi, g_.HW - hi);
+      int64_t done = 0;  // pixels written so far
+      for (int64_t r = 0; r < nruns; ++r) {
+        const int64_t lo = runs[r].lo * g_.W, hi = runs[r].hi * g_.W;
+        store_zero_input_grad(n, b, done, lo - done);
+        store_input_grad(n, b, ig, 1, lo, hi - lo);
+        done = hi;
+      }
+      store_zero_input_grad(n, b, done, g_.HW - done);
     });
   }
 
@@ -2207,6 +2228,12 @@ class Runner {
       y_range(grid_pairs(n, t0, len, scratch), len, &lo, &hi, &nan);
     }
     if (nan || !(lo <= hi)) return all;
+    return rows_between(lo, hi);
+  }
+
+  // The rows that grid y values in [lo, hi] (not NaN, no reflection) can reach, with a row to
+  // spare on each side (see reachable_rows).
+  RowWindow rows_between(float lo, float hi) const {
     const Axis& a = g_.ay;
     const auto pixel = [&](float v) {
       return p_.align ? (double(v) + 1.0) * a.scale : (double(v) + 1.0) * a.scale - 0.5;
@@ -2218,6 +2245,30 @@ class Runner {
       last = std::max(last, 1.0);
     }
     return RowWindow{int64_t(std::min(std::max(first, 0.0), H)), int64_t(std::min(std::max(last, 0.0), H))};
+  }
+
+  // reachable_rows position by position, as bands: bit k of the result stands for rows
+  // [k * band, (k + 1) * band), band = ceil(H / 64). A few positions spread over the image
+  // reach a few bands where their one window would be the whole image.
+  uint64_t reachable_bands(int64_t n, int64_t p0, int64_t p1, int64_t band) const {
+    const int64_t bands = ceil_div(g_.H, band);  // at most 64
+    const uint64_t all = bands >= 64 ? ~uint64_t(0) : (uint64_t(1) << bands) - 1;
+    if (p_.pad == kReflection) return all;
+    uint64_t bits = 0;
+    alignas(64) float scratch[2 * kTile];
+    for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
+      const int64_t len = std::min(kTile, p1 - t0);
+      const float* xy = grid_pairs(n, t0, len, scratch);
+      for (int64_t q = 0; q < len; ++q) {
+        const float y = xy[2 * q + 1];
+        if (y != y) return all;
+        const RowWindow w = rows_between(y, y);
+        if (w.lo >= w.hi) continue;
+        const int64_t k0 = w.lo / band, k1 = (w.hi - 1) / band;  // bands [k0, k1]
+        bits |= (k1 - k0 >= 63 ? ~uint64_t(0) : (uint64_t(2) << (k1 - k0)) - 1) << k0;
+      }
+    }
+    return bits & all;
   }
 
   // Phase 2 with positions split into parts: prepare every block, run the parts, then reduce

@@ -468,16 +468,22 @@ def test_split_parts_touch_only_their_rows(grid_kind, mode, pad, align, dtype):
 
 
 # Grids of few positions against the input's pixels (P * 8 <= H * W) load, zero and write back
-# only the input rows they can reach; the rest of inputGrad is zero-filled. The workspace is
-# NaN in every float, then zero: a read outside the loaded rows would make the two differ. (A
-# NaN coordinate reaches every row; its results are checked against torch elsewhere.)
+# only the input rows they can reach (in 64 bands of rows); the rest of inputGrad is
+# zero-filled. The workspace is NaN in every float, then zero: a read outside the loaded rows
+# would make the two differ. (A NaN coordinate reaches every row; its results are checked
+# against torch elsewhere.)
 @pytest.mark.parametrize("grid_kind", ["patch", "top-edge", "beyond", "nan", "spread"])
 @pytest.mark.parametrize("mode,pad,align", [(0, 0, False), (1, 1, True), (2, 0, True), (2, 1, False), (0, 2, False)],
                          ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_small_grids_touch_only_the_rows_they_reach(threads, grid_kind, mode, pad, align, dtype):
     rng = np.random.default_rng(24)
-    N, C, H, W, Ho, Wo = 2, 5, 40, 36, 2, 3
+    for shape in [(2, 5, 40, 36, 2, 3), (1, 3, 150, 20, 2, 2)]:  # bands of 1 and of 3 rows
+        _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype)
+
+
+def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
+    N, C, H, W, Ho, Wo = shape
     go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
     x = rng.standard_normal((N, C, H, W)).astype(dtype)
     grid = rng.uniform(-0.1, 0.1, (N, Ho, Wo, 2)) + rng.uniform(-0.7, 0.7, (N, 1, 1, 2))
@@ -486,8 +492,8 @@ def test_small_grids_touch_only_the_rows_they_reach(threads, grid_kind, mode, pa
     elif grid_kind == "beyond":  # every position below the image
         grid[..., 1] += 2.5
     elif grid_kind == "nan":
-        grid[1, 0, 1, 1] = np.nan
-    elif grid_kind == "spread":  # over the whole image: every row
+        grid[-1, 0, 1, 1] = np.nan
+    elif grid_kind == "spread":  # over the whole image: bands apart
         grid = rng.uniform(-1.0, 1.0, (N, Ho, Wo, 2))
     grid = grid.astype(dtype)
     results = []
