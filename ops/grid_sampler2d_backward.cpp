@@ -1859,6 +1859,23 @@ struct RowWindow {
   int64_t lo = 0, hi = 0;
 };
 
+// The set bits of `bands` (bit k: rows [k * band, (k + 1) * band) of an image of H rows) as row
+// runs, in order, into runs (at most 32: runs of 64 bits are separated by clear ones); the count.
+inline int64_t band_runs(uint64_t bands, int64_t band, int64_t H, RowWindow runs[32]) {
+  int64_t count = 0;
+  for (int64_t k = 0; k < 64 && k * band < H;) {
+    if (!(bands >> k & 1)) {
+      ++k;
+      continue;
+    }
+    int64_t e = k;
+    while (e < 64 && e * band < H && (bands >> e & 1)) ++e;
+    runs[count++] = RowWindow{k * band, std::min(H, e * band)};
+    k = e;
+  }
+  return count;
+}
+
 // Grows the windows of parts 0..K-1 until the parts whose windows hold any one row are a run
 // k0..k1 (a part between two that reach a row gets that row too), so a pixel's parts can be
 // summed as consecutive buffers. Windows only grow: each still holds what its part reaches.
@@ -2097,24 +2114,13 @@ class Runner {
     // padding and NaN reach every row (reachable_bands), as do grids spread more densely, which
     // then cost a pass over their y values, a fraction of a plane's work here.
     const bool windowed = g_.P * kWindowRatio <= g_.HW;
-    const int64_t band = ceil_div(g_.H, 64);
+    const int64_t band = ceil_div(g_.H, 64);  // rows per band
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
-      // The reached rows as runs of bands: rows [runs[k].lo, runs[k].hi), in order.
       RowWindow runs[32];
-      int64_t nruns = 0;
-      const uint64_t bits = windowed ? reachable_bands(n, 0, g_.P, band) : ~uint64_t(0);
-      for (int64_t k = 0; k < 64 && k * band < g_.H;) {
-        if (!(bits >> k & 1)) {
-          ++k;
-          continue;
-        }
-        int64_t e = k;
-        while (e < 64 && e * band < g_.H && (bits >> e & 1)) ++e;
-        runs[nruns++] = RowWindow{k * band, std::min(g_.H, e * band)};
-        k = e;
-      }
+      const int64_t nruns =
+          band_runs(windowed ? reachable_bands(n, 0, g_.P, band) : ~uint64_t(0), band, g_.H, runs);
       float* mem = slot_mem(slot);
       float* in = nullptr;
       float* ig = nullptr;
