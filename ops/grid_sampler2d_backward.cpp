@@ -2245,11 +2245,15 @@ class Runner {
       return p_.align ? (double(v) + 1.0) * a.scale : (double(v) + 1.0) * a.scale - 0.5;
     };
     const double H = double(g_.H);
-    double first = std::floor(pixel(lo)) - 2, last = std::floor(pixel(hi)) + 3;  // [first, last)
-    if (p_.pad == kBorder) {  // clipped into the image: the first or last row at least
-      first = std::min(first, H - 1);
-      last = std::max(last, 1.0);
+    double from = pixel(lo), to = pixel(hi);
+    if (p_.pad == kBorder) {
+      // Clipped into [0, H - 1] as the records clip them; the taps of a clipped coordinate
+      // still reach past it with zero weights (bilinear's row 1 at 0), and a zero weight times
+      // a value read is a value read: those rows must be loaded too.
+      from = std::min(std::max(from, 0.0), H - 1);
+      to = std::min(std::max(to, 0.0), H - 1);
     }
+    const double first = std::floor(from) - 2, last = std::floor(to) + 3;  // [first, last)
     return RowWindow{int64_t(std::min(std::max(first, 0.0), H)), int64_t(std::min(std::max(last, 0.0), H))};
   }
 

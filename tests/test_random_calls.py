@@ -1,7 +1,8 @@
 """Seeded random calls of every op, with shapes drawn on both sides of the kernels' path
 thresholds (register, buffered and long Softmax rows, short and column blocks; fused, batched,
 short-plane, chunked and spanned GroupNorm groups; PReLU's weight layouts; GridSampler's
-channel blocks, compact and split schedules) and random input layouts, on every ISA variant.
+channel blocks, compact, split and row-band schedules) and random input layouts (channels-last
+included), on every ISA variant.
 Each result is checked against the float64 reference and derived error bound of the op's own
 test module, and must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path
 with chosen shapes; this draws the combinations nobody chose.
@@ -24,7 +25,7 @@ import test_grid_sampler2d_backward as gs_test
 import test_group_norm_backward as gn_test
 import test_prelu_backward as prelu_test
 import test_softmax_backward as softmax_test
-from support import BFLOAT16, strided_view
+from support import BFLOAT16, channels_last, strided_view
 
 CALLS = int(os.environ.get("ACLNN_CPU_RANDOM_CALLS", "6"))
 # ACLNN_CPU_RANDOM_SEED shifts the three seeds, so a campaign can draw calls no earlier one did.
@@ -52,7 +53,10 @@ def shrink(shape, limit=MAX_ELEMENTS):
 
 
 def layout(rng, a):
-    return strided_view(rng, a, ["contiguous", "contiguous", "sliced", "transposed", "negative"][rng.integers(5)])
+    kind = ["contiguous", "contiguous", "sliced", "transposed", "negative", "channels-last"][rng.integers(6)]
+    if kind == "channels-last":  # dim 1 innermost in memory (contiguous below 3 dims)
+        return channels_last(a) if a.ndim >= 3 else a.copy()
+    return strided_view(rng, a, kind)
 
 
 def on_both_thread_counts(threads, call):
