@@ -2017,15 +2017,27 @@ class Runner {
   float* slot_mem(int64_t slot) const { return reinterpret_cast<float*>(ws_ + p_.slot_off + slot * p_.slot_bytes); }
   int64_t buf_stride() const { return round_up(p_.buf_floats * 4, kAlign) / 4; }
 
-  // Transposes channel block b of sample n into the channel-last buffer `dst` (sink row zero):
-  // its input rows [rows.lo, rows.hi), by default all of them.
-  void load_input_block(int64_t n, int64_t b, float* dst, RowWindow rows = {0, -1}) const {
-    if (rows.hi < 0) rows.hi = g_.H;
+  // Transposes input rows [rows.lo, rows.hi) of channel block b of sample n into the
+  // channel-last buffer `dst` (the sink row is left to the caller: zero_sink).
+  void load_input_rows(int64_t n, int64_t b, float* dst, RowWindow rows) const {
     const int64_t c0 = b * Cb, p0 = rows.lo * g_.W;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
     load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, p0, rows.hi * g_.W - p0, dst + p0 * Cb);
-    std::memset(dst + g_.HW * Cb, 0, Cb * sizeof(float));
+  }
+
+  // The whole block, sink row zero.
+  void load_input_block(int64_t n, int64_t b, float* dst) const {
+    load_input_rows(n, b, dst, RowWindow{0, g_.H});
+    zero_sink(dst);
+  }
+
+  // A channel-last buffer's sink row (pixel HW, where out-of-range taps go) = 0.
+  void zero_sink(float* buf) const { std::memset(buf + g_.HW * Cb, 0, Cb * sizeof(float)); }
+
+  // Rows [rows.lo, rows.hi) of a channel-last inputGrad buffer = 0.
+  void zero_rows(float* buf, RowWindow rows) const {
+    std::memset(buf + rows.lo * g_.W * Cb, 0, size_t((rows.hi - rows.lo) * g_.W * Cb) * sizeof(float));
   }
 
   // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
@@ -2127,15 +2139,14 @@ class Runner {
       if (p_.need_gx) {
         in = mem;
         mem += bs;
-        for (int64_t r = 0; r < nruns; ++r) load_input_block(n, b, in, runs[r]);
-        std::memset(in + g_.HW * Cb, 0, Cb * sizeof(float));  // the sink, also when no row is reached
+        for (int64_t r = 0; r < nruns; ++r) load_input_rows(n, b, in, runs[r]);
+        zero_sink(in);  // also when no row is reached
       }
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
-        for (int64_t r = 0; r < nruns; ++r)
-          std::memset(ig + runs[r].lo * g_.W * Cb, 0, size_t((runs[r].hi - runs[r].lo) * g_.W * Cb) * sizeof(float));
-        std::memset(ig + g_.HW * Cb, 0, Cb * sizeof(float));  // the sink
+        for (int64_t r = 0; r < nruns; ++r) zero_rows(ig, runs[r]);
+        zero_sink(ig);
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
       if (!p_.need_ig) return;
@@ -2316,8 +2327,8 @@ class Runner {
       if (p_.need_ig) {  // zeroed here, where the part's lines are about to be used
         const RowWindow w = windowed ? windows[task] : RowWindow{0, g_.H};
         float* ig = group_ig(grp, k);
-        std::memset(ig + w.lo * g_.W * Cb, 0, size_t((w.hi - w.lo) * g_.W * Cb) * sizeof(float));
-        std::memset(ig + g_.HW * Cb, 0, Cb * sizeof(float));  // the sink
+        zero_rows(ig, w);
+        zero_sink(ig);
       }
       run_positions(n0, grp / p_.nblocks, grp % p_.nblocks, p0, p1, group_in(grp), group_ig(grp, k),
                     slot_mem(slot));
