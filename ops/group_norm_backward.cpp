@@ -802,26 +802,15 @@ struct Kernel {
     }
   }
 
-  // Spans (channel rows with HxW 1, or short planes in small groups: Plan::short_spans). The
-  // operands are contiguous, so all samples' groups lie one after another, each D channels of
-  // HxW positions (flat group k is group k % G of sample k / G, flat channel j channel j % C),
-  // and a block of whole groups is one span. Sums, products with gamma, coefficients and dX run over the span
-  // as vectors; only each channel's sum over its HxW positions, each group's over its D
-  // channels, and the spreads of per-channel and per-group values are scalar. The operations
-  // per element, channel and group are those of row_sums / group_short, group_coef and
-  // row_write, so the results are the same bits. Per sample or group, [1572, 3] G1 bf16 took
-  // 79 us (torch 29 us), [4096, 64] G32 fp32 1.0 ms (torch 1.3 ms), and instance-norm-like
-  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 83 us, and 57-63
-  // with the means stored as vectors, the plane sums unrolled and the sizes held in registers).
   // fn(std::integral_constant<int64_t, H>) for plane sizes 2..15 (loops over a plane's
   // positions then unroll), fn(std::integral_constant<int64_t, 0>) for any other size.
   template <class Fn>
   static void with_short_plane(int64_t H, Fn&& fn) {
-    with_plane_size(H, fn, std::make_integer_sequence<int64_t, 16>{});
+    with_plane_size(H, fn, std::make_integer_sequence<int64_t, 14>{});
   }
-  template <class Fn, int64_t... Hs>
-  static void with_plane_size(int64_t H, Fn& fn, std::integer_sequence<int64_t, Hs...>) {
-    const bool known = ((H == Hs && Hs >= 2 && (fn(std::integral_constant<int64_t, Hs>{}), true)) || ...);
+  template <class Fn, int64_t... Ks>  // plane sizes Ks + 2
+  static void with_plane_size(int64_t H, Fn& fn, std::integer_sequence<int64_t, Ks...>) {
+    const bool known = ((H == Ks + 2 && (fn(std::integral_constant<int64_t, Ks + 2>{}), true)) || ...);
     if (!known) fn(std::integral_constant<int64_t, 0>{});
   }
 
@@ -854,6 +843,17 @@ struct Kernel {
     }
   }
 
+  // Spans (channel rows with HxW 1, or short planes in small groups: Plan::short_spans). The
+  // operands are contiguous, so all samples' groups lie one after another, each D channels of
+  // HxW positions (flat group k is group k % G of sample k / G, flat channel j channel j % C),
+  // and a block of whole groups is one span. Sums, products with gamma, coefficients and dX run over the span
+  // as vectors; only each channel's sum over its HxW positions, each group's over its D
+  // channels, and the spreads of per-channel and per-group values are scalar. The operations
+  // per element, channel and group are those of row_sums / group_short, group_coef and
+  // row_write, so the results are the same bits. Per sample or group, [1572, 3] G1 bf16 took
+  // 79 us (torch 29 us), [4096, 64] G32 fp32 1.0 ms (torch 1.3 ms), and instance-norm-like
+  // groups of one 3x3 plane [128, 64, 3, 3] G64 198 us (torch 76 us; as spans 83 us, and 57-63
+  // with the means stored as vectors, the plane sums unrolled and the sizes held in registers).
   void run_point_rows() const {
     const int64_t C_ = p.C, D_ = p.D, H_ = p.HxW, B = p.point_block, NG = p.N * p.G;
     const VecF sv = set1(1.0f / float(D_ * H_));

@@ -1,10 +1,12 @@
-// DimArray: a tensor's strides or storage dims, kept inside the aclTensor for the usual ranks.
+// DimArray: a tensor's strides or storage dims, kept inside the aclTensor up to kMaxDims.
 // As std::vectors they were two of the four heap allocations (and frees) of every aclTensor, a
 // tenth of a tiny call's time through the C API.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "aclnn_cpu/tensor_view.h"
 
 namespace aclnn_cpu {
 
@@ -29,7 +31,7 @@ class DimArray {
   int64_t& operator[](std::size_t i) { return data()[i]; }
 
  private:
-  static constexpr std::size_t kInline = 8;  // kMaxDims: every rank a kernel accepts
+  static constexpr std::size_t kInline = kMaxDims;  // every rank a kernel accepts
 
   int64_t* reserve(std::size_t n) {
     heap_.reset(n > kInline ? new int64_t[n] : nullptr);
