@@ -46,7 +46,8 @@ def to_torch(x):
 
 def strided_view(rng: np.random.Generator, arr: np.ndarray, kind: str) -> np.ndarray:
     """The same values laid out differently: 'contiguous', 'sliced' (every other element of a
-    larger buffer), 'transposed' (a permuted copy viewed back) or 'negative' (reversed strides)."""
+    larger buffer), 'transposed' (a permuted copy viewed back), 'negative' (reversed strides) or
+    'channels-last' (dim 1 innermost in memory; contiguous below 3 dims)."""
     if kind == "contiguous" or arr.ndim == 0:
         return arr.copy()
     if kind == "sliced":
@@ -61,6 +62,8 @@ def strided_view(rng: np.random.Generator, arr: np.ndarray, kind: str) -> np.nda
     if kind == "negative":
         flipped = np.ascontiguousarray(arr[tuple(slice(None, None, -1) for _ in arr.shape)])
         return flipped[tuple(slice(None, None, -1) for _ in arr.shape)]
+    if kind == "channels-last":
+        return channels_last(arr) if arr.ndim >= 3 else arr.copy()
     raise ValueError(kind)
 
 
