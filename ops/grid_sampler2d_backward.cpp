@@ -2114,9 +2114,10 @@ class Runner {
   // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
-    // (A compact task also zeroes its channels' whole inputGrad planes: a memset of 16 values
-    // counted as one position.)
-    const int64_t task_work = task_cost(g_.P + (p_.compact ? g_.HW / 16 : 0));
+    const bool windowed = g_.P * kWindowRatio <= g_.HW;
+    // (A compact or windowed task also zero-fills its channels' inputGrad planes, wholly or
+    // outside the rows it reaches: a memset of 16 values counted as one position.)
+    const int64_t task_work = task_cost(g_.P + (p_.compact || windowed ? g_.HW / 16 : 0));
     const bool worth_threads = nc * p_.nblocks * task_work >= kTaskGrainWork;
     // A grid of few positions against the input's pixels reaches few of its rows (a crop, a
     // patch, a few samples): only those rows, in 64 bands, are loaded, zeroed and written back
@@ -2125,7 +2126,6 @@ class Runner {
     // N13 C5 209x115 -> 2x2 (4 positions spread over the image) 568 us against 65. Reflection
     // padding and NaN reach every row (reachable_bands), as do grids spread more densely, which
     // then cost a pass over their y values, a fraction of a plane's work here.
-    const bool windowed = g_.P * kWindowRatio <= g_.HW;
     const int64_t band = ceil_div(g_.H, 64);  // rows per band
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
