@@ -79,7 +79,8 @@ constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up t
 // kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
 // (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:
 // at a ratio of 12.6-34 0.24-0.89x the time (N8 C64 56x56 -> 7x7 bilinear, at 15.9: 0.24-0.28x),
-// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x.
+// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x. Bicubic grids under the same ratio (16 taps) run on
+// the rows and columns their taps reach (Runner::run_tap_grid).
 constexpr int64_t kCompactRatio = 12;
 // Grids of at most 1/kWindowRatio as many positions as the input has pixels: one-task-per-block
 // calls (Runner::run_fused) load, zero and write back only the input rows they can reach.
@@ -1922,6 +1923,15 @@ Records lay_out_records(char* mem, int64_t interp, int64_t array_bytes) {
   return r;
 }
 
+// A bicubic sample's few positions as a "tap grid" (Runner::run_tap_grid): the input rows and
+// columns its taps reach, taken as a smaller image of rows x cols pixels plus a sink.
+struct TapGrid {
+  const int32_t* row_rank = nullptr;  // input row -> row of the tap grid (rows reached only)
+  const int32_t* col_rank = nullptr;  // input column -> column of the tap grid (columns reached only)
+  int64_t cols = 0;
+  int64_t sink = 0;  // the sink's pixel: rows * cols
+};
+
 template <class T, int Cb>
 class Runner {
  public:
@@ -2059,9 +2069,11 @@ class Runner {
   // `rec` and `first` (the record of the sample's position 0) default to the chunk's records;
   // run_compact passes its sample's records with corners remapped to compact rows. `tile` is
   // the slot's scratch: the gradOutput tile, then with tile records the tile's records and
-  // gridGrad sums.
+  // gridGrad sums. With `taps` (bicubic), `in` and `ig` are tap-grid buffers and each tile's
+  // records are remapped to them.
   void run_positions(int64_t n0, int64_t nl, int64_t b, int64_t p0, int64_t p1, const float* in, float* ig,
-                     float* tile, const Records* rec = nullptr, int64_t first = -1) const {
+                     float* tile, const Records* rec = nullptr, int64_t first = -1,
+                     const TapGrid* taps = nullptr) const {
     const int64_t n = n0 + nl, c0 = b * Cb;
     Records own;
     float* part = nullptr;  // gridGrad sums: the tile's own (tile_grid_grad), else the chunk's
@@ -2083,6 +2095,7 @@ class Runner {
         alignas(64) double gx[kTile], gy[kTile];
         load_grid(n, t0, len, gx, gy);
         record_fn_(g_, gx, gy, 0, len, own);
+        if (taps) remap_taps(own, len, *taps);
         if (b == 0 && p_.mult_array > 0)
           for (int k = 0; k < 2; ++k) std::memcpy(rec_.mult[k] + nl * g_.P + t0, own.mult[k], size_t(len) * 4);
       }
@@ -2095,7 +2108,7 @@ class Runner {
       if (gtile == tile) load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
       const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
       float* tile_part = part == nullptr || p_.tile_grid_grad ? part : part + 2 * t0;
-      const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, g_.HW * Cb};
+      const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, (taps ? taps->sink : g_.HW) * Cb};
       tile_fn_(t);
       if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
     }
@@ -2115,6 +2128,7 @@ class Runner {
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
     const bool windowed = g_.P * kWindowRatio <= g_.HW;
+    const bool few_bicubic = p_.interp == kBicubic && 16 * g_.P * kCompactRatio <= g_.HW;  // see run_tap_grid
     // (A compact or windowed task also zero-fills its channels' inputGrad planes, wholly or
     // outside the rows it reaches: a memset of 16 values counted as one position.)
     const int64_t task_work = task_cost(g_.P + (p_.compact || windowed ? g_.HW / 16 : 0));
@@ -2130,6 +2144,7 @@ class Runner {
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
+      if (few_bicubic && run_tap_grid(n0, nl, b, slot_mem(slot))) return;
       RowWindow runs[32];
       const int64_t nruns =
           band_runs(windowed ? reachable_bands(n, 0, g_.P, band) : ~uint64_t(0), band, g_.H, runs);
@@ -2227,6 +2242,100 @@ class Runner {
       const int64_t off = pixel_offset(ig_plane_, pixel);
       for (int c = 0; c < cvalid; ++c) base[c * schan + off] = from_float<T>(ig[s * Cb + c]);
     }
+  }
+
+  // Phase 2 for one (sample, block) of a bicubic grid with few positions against the input's
+  // pixels (16 taps a position, kCompactRatio times fewer than the pixels): the rows and the
+  // columns its taps reach make a small image (a "tap grid"), and the block runs on buffers of
+  // that image alone. Bicubic taps are a row start plus a column, which a grid of rows x columns
+  // keeps; the tile function runs unchanged on remapped records, so every pixel sums the same
+  // values in the same order as in the full buffers (bitwise the same results). Spread
+  // positions reach 4 rows and 4 columns each: N13 C5 209x115 -> 2x2 loaded a fifth of the
+  // input in row bands; the tap grid holds 16x16 pixels. The block's inputGrad planes are
+  // zeroed and the tap grid's pixels written over them. Returns false, having written nothing,
+  // when the tap grid is not a quarter of the input or does not fit in the slot's buffers.
+  bool run_tap_grid(int64_t n0, int64_t nl, int64_t b, float* slot) const {
+    const int64_t H = g_.H, W = g_.W, n = n0 + nl, c0 = b * Cb;
+    const int64_t bs = buf_stride(), nbuf = int64_t(p_.need_gx) + int64_t(p_.need_ig);
+    float* tile = slot + nbuf * bs;
+    if (H + 2 * W > nbuf * bs / 2) return false;  // a thin image: no room for the maps below
+    // Rank maps and the reached columns at the end of the buffers' space: -1 until reached.
+    int32_t* row_rank = reinterpret_cast<int32_t*>(tile) - (H + 2 * W);
+    int32_t* col_rank = row_rank + H;
+    int32_t* col_list = col_rank + W;
+    std::memset(row_rank, 0xff, size_t(H + W) * sizeof(int32_t));
+    char* scratch = reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign);
+    Records own = lay_out_records(scratch, p_.interp, p_.rec_array);
+    for (int64_t t0 = 0; t0 < g_.P; t0 += kTile) {
+      const int64_t len = std::min(kTile, g_.P - t0);
+      alignas(64) double gx[kTile], gy[kTile];
+      load_grid(n, t0, len, gx, gy);
+      record_fn_(g_, gx, gy, 0, len, own);
+      for (int k = 0; k < 4; ++k)
+        for (int64_t q = 0; q < len; ++q) {
+          if (own.tap_row[k][q] >= 0) row_rank[own.tap_row[k][q] / W] = 0;
+          if (own.tap_col[k][q] >= 0) col_rank[own.tap_col[k][q]] = 0;
+        }
+    }
+    int64_t rows = 0, cols = 0;
+    for (int64_t y = 0; y < H; ++y)
+      if (row_rank[y] >= 0) row_rank[y] = int32_t(rows++);
+    for (int64_t x = 0; x < W; ++x)
+      if (col_rank[x] >= 0) {
+        col_list[cols] = int32_t(x);
+        col_rank[x] = int32_t(cols++);
+      }
+    const int64_t pixels = rows * cols;
+    const int64_t buffer_floats = round_up((pixels + 1) * Cb * 4, kAlign) / 4;
+    if (4 * pixels > g_.HW || nbuf * buffer_floats + H + 2 * W > nbuf * bs) return false;
+
+    float* in = nullptr;
+    float* ig = nullptr;
+    float* mem = slot;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    if (p_.need_gx) {  // the tap grid's input values; its sink reads zeros
+      in = mem;
+      mem += buffer_floats;
+      const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
+      float* dst = in;
+      for (int64_t y = 0; y < H; ++y) {
+        if (row_rank[y] < 0) continue;
+        for (int64_t j = 0; j < cols; ++j, dst += Cb) {
+          const T* src = base + y * in_plane_.srow + col_list[j] * in_plane_.scol;
+          for (int c = 0; c < Cb; ++c) dst[c] = c < cvalid ? to_float(src[c * a_.input.strides[1]]) : 0.0f;
+        }
+      }
+      std::memset(in + pixels * Cb, 0, Cb * sizeof(float));
+    }
+    if (p_.need_ig) {
+      ig = mem;
+      std::memset(ig, 0, size_t((pixels + 1) * Cb) * sizeof(float));
+    }
+    const TapGrid taps{row_rank, col_rank, cols, pixels};
+    run_positions(n0, nl, b, 0, g_.P, in, ig, tile, nullptr, -1, &taps);
+    if (!p_.need_ig) return true;
+    store_zero_input_grad(n, b, 0, g_.HW);
+    T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
+    const float* src = ig;
+    for (int64_t y = 0; y < H; ++y) {
+      if (row_rank[y] < 0) continue;
+      for (int64_t j = 0; j < cols; ++j, src += Cb) {
+        T* dst = base + y * ig_plane_.srow + col_list[j] * ig_plane_.scol;
+        for (int c = 0; c < cvalid; ++c) dst[c * a_.inputGrad.strides[1]] = from_float<T>(src[c]);
+      }
+    }
+    return true;
+  }
+
+  // A tile's bicubic records (tap rows as row starts y * W, tap columns as x; -1 outside) as
+  // rows and columns of a tap grid.
+  void remap_taps(Records& r, int64_t len, const TapGrid& t) const {
+    for (int k = 0; k < 4; ++k)
+      for (int64_t q = 0; q < len; ++q) {
+        const int32_t row = r.tap_row[k][q], col = r.tap_col[k][q];
+        r.tap_row[k][q] = row < 0 ? -1 : int32_t(t.row_rank[row / g_.W] * t.cols);
+        r.tap_col[k][q] = col < 0 ? -1 : t.col_rank[col];
+      }
   }
 
   // Pixel rows [lo, hi) of the input that positions [p0, p1) of sample n can reach, with a row

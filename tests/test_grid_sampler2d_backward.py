@@ -512,6 +512,50 @@ def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
     assert all(r == results[0] for r in results)
 
 
+# Bicubic grids of few positions (16 taps each, 12 times fewer than the input's pixels) run on a
+# "tap grid": the rows and the columns their taps reach, as a small image whose pixels are
+# written over a zeroed inputGrad. Every padding (reflection's taps fold back into the image),
+# grids in a patch, spread, on a diagonal (rows x columns too many for the path: the row bands
+# run instead), beyond the image and with a NaN; an image one row high. The workspace is NaN
+# in every float, then zero; one and two threads; each output alone must be the same bits.
+@pytest.mark.parametrize("grid_kind", ["patch", "spread", "diagonal", "beyond", "nan"])
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_bicubic_tap_grids(torch, threads, grid_kind, pad, align, dtype):
+    rng = np.random.default_rng(25)
+    for N, C, H, W, Ho, Wo in [(2, 5, 40, 48, 2, 3), (3, 18, 33, 70, 1, 2), (1, 2, 1, 400, 1, 2), (1, 3, 45, 40, 3, 3)]:
+        go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+        x = rng.standard_normal((N, C, H, W)).astype(dtype)
+        grid = rng.uniform(-0.1, 0.1, (N, Ho, Wo, 2)) + rng.uniform(-0.7, 0.7, (N, 1, 1, 2))
+        if grid_kind == "spread":
+            grid = rng.uniform(-1.1, 1.1, (N, Ho, Wo, 2))
+        elif grid_kind == "diagonal":
+            grid[..., 0] = grid[..., 1] = np.linspace(-0.95, 0.95, Ho * Wo).reshape(Ho, Wo)
+        elif grid_kind == "beyond":
+            grid[..., 1] += 2.5
+        elif grid_kind == "nan":
+            grid[-1, 0, -1, 1] = np.nan
+        grid = grid.astype(dtype)
+        results = []
+        for count, fill in itertools.product((1, 2), (0xFF, 0)):
+            threads(count)
+            ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
+            ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, 2, pad, align, (True, True), ig, gg)
+            ac.aclnnGridSampler2DBackward(np.full(ws, fill, np.uint8), ws, ex)
+            results.append(ig.tobytes() + gg.tobytes())
+        assert all(r == results[0] for r in results)
+        ig_only, _ = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(True, False))
+        _, gg_only = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(False, True))
+        assert ig_only.tobytes() == ig.tobytes() and gg_only.tobytes() == gg.tobytes()
+        if grid_kind == "nan":  # torch's NaN semantics are checked elsewhere
+            continue
+        ref = reference(go, x, grid, 2, pad, align)
+        what = f"{grid_kind} {(N, C, H, W, Ho, Wo)}"
+        check(ig, gg, ref, dtype, what)
+        check(ig, gg, (*torch_reference(torch, go, x, grid, 2, pad, align), *ref[2:]), dtype, what + " torch")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_large_channel_count_matches_torch(torch, dtype):
     rng = np.random.default_rng(13)
