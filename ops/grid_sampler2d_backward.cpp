@@ -1636,6 +1636,7 @@ struct Plan {
   int64_t rec_array = 0;    // bytes of one record array (chunk * P entries, or kTile, aligned)
   int64_t mult_array = 0;   // several blocks with tile records: bytes of the chunk's bilinear multipliers
   int64_t mult_off = 0, rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
+  int64_t buffer_bytes = 0;  // fused: a slot's bytes before its tile (the buffers, or the compact layout)
   int64_t total = 0;
 };
 
@@ -1717,7 +1718,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // A small grid over a big input: the channel-last buffers would be filled, zeroed and
     // transposed for every pixel while few are touched (N2 C16 128x128 input, 8x8 grid: nearest
     // 152 us and bilinear 245 us, against torch's 75 and 99; compact 76 and 64 us, same run).
-    // The compact layout (run_compact) fits in the space of those buffers.
+    // A slot holds the compact layout (run_compact) in place of those buffers.
     p.taps = p.interp == kBilinear ? 4 : 1;
     const CompactSizes cs(g.HW, g.P, p.taps, p.cb);
     const int64_t compact_bytes = round_up(cs.map, kAlign) + round_up(cs.remap, kAlign) + round_up(cs.pixels, kAlign) +
@@ -1726,8 +1727,9 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // ratio: its gathers and scatters stay in cache (see kCompactCachedRatio).
     const int64_t plane_bytes = 2 * g.HW * std::min<int64_t>(g.C, p.cb) * int64_t(dtype_size(a.input.dtype));
     const int64_t ratio = plane_bytes <= kCompactCachedBytes ? kCompactCachedRatio : kCompactRatio;
-    p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW &&
-                compact_bytes <= in_bytes + (p.need_ig ? buf_bytes : 0);
+    p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
+    p.buffer_bytes = in_bytes + (p.need_ig ? buf_bytes : 0);
+    if (p.compact) p.buffer_bytes = std::max(p.buffer_bytes, compact_bytes);
   }
   // Phase 1 computes the records of a chunk of samples once for all channel blocks: 40 bytes a
   // position for bilinear, 96 for bicubic, which go out to L2/L3 and come back for every block.
@@ -1771,7 +1773,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   off += 2 * p.mult_array;
   if (p.parts == 1) {
     // Fused per-block tasks: each thread reuses one slot (input + inputGrad buffers + tile).
-    p.slot_bytes = in_bytes + (p.need_ig ? buf_bytes : 0) + tile_bytes;
+    p.slot_bytes = p.buffer_bytes + tile_bytes;
     p.slots = std::min<int64_t>({kMaxSlots, groups, std::max<int64_t>(1, kSlotBudget / p.slot_bytes)});
   } else {
     // Every block of the chunk lives at once: its input and one inputGrad buffer per part.
@@ -2247,7 +2249,7 @@ class Runner {
     for (int64_t k = 0; k < taps; ++k) local.corner[k] = remap + k * P;
     if (p_.interp == kBilinear)
       for (int k = 0; k < 4; ++k) local.frac[k] = rec_.frac[k] + i0;
-    float* tile = slot + (p_.need_gx ? buf_stride() : 0) + (p_.need_ig ? buf_stride() : 0);
+    float* tile = slot + p_.buffer_bytes / 4;
     run_positions(n0, nl, b, 0, P, in, ig, tile, &local, 0);
     if (!p_.need_ig) return;
     store_zero_input_grad(n, b, 0, HW);
@@ -2274,7 +2276,7 @@ class Runner {
   bool run_tap_grid(int64_t n0, int64_t nl, int64_t b, float* slot) const {
     const int64_t H = g_.H, W = g_.W, n = n0 + nl, c0 = b * Cb;
     const int64_t bs = buf_stride(), nbuf = int64_t(p_.need_gx) + int64_t(p_.need_ig);
-    float* tile = slot + nbuf * bs;
+    float* tile = slot + p_.buffer_bytes / 4;
     if (H + 2 * W > nbuf * bs / 2) return false;  // a thin image: no room for the maps below
     // Rank maps and the reached columns at the end of the buffers' space: -1 until reached.
     int32_t* row_rank = reinterpret_cast<int32_t*>(tile) - (H + 2 * W);
@@ -2413,6 +2415,7 @@ class Runner {
         if (w.lo >= w.hi) continue;
         const int64_t k0 = w.lo / band, k1 = (w.hi - 1) / band;  // bands [k0, k1]
         bits |= (k1 - k0 >= 63 ? ~uint64_t(0) : (uint64_t(2) << (k1 - k0)) - 1) << k0;
+        if ((q & 31) == 31 && (bits & all) == all) return all;  // a spread grid: stop looking
       }
     }
     return bits & all;
