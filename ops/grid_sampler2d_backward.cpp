@@ -80,7 +80,8 @@ constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up t
 // (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:
 // at a ratio of 12.6-34 0.24-0.89x the time (N8 C64 56x56 -> 7x7 bilinear, at 15.9: 0.24-0.28x),
 // at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x. Bicubic grids under the same ratio (16 taps) run on
-// the rows and columns their taps reach (Runner::run_tap_grid).
+// the rows and columns their taps reach (Runner::run_tap_grid) or on their pixels alone
+// (Runner::run_bicubic_pixels).
 constexpr int64_t kCompactRatio = 12;
 // ... and from a ratio of 6 when a block's input and inputGrad planes take at most 512 KiB (half
 // this machine's L2): the compact path's gathers from the input planes and scatters into the
@@ -95,6 +96,10 @@ constexpr int64_t kCompactCachedBytes = 512 << 10;
 // calls (Runner::run_fused) load, zero and write back only the input rows they can reach.
 constexpr int64_t kWindowRatio = 8;
 constexpr double kCubicA = -0.75;
+// A bicubic tile's record arrays: 24 fields (lay_out_records), then 16 of pixel slots that only
+// run_bicubic_pixels fills.
+constexpr int kBicubicRecordFields = 24;
+constexpr int kBicubicTileArrays = kBicubicRecordFields + 16;
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
@@ -1510,7 +1515,9 @@ void tile_nearest(const TileArgs& t) {
   }
 }
 
-template <int Cb, bool NeedIg, bool NeedGx>
+// Pixels: the taps are 16 arrays of pixel slots after the 24 record arrays (fields 24 + 4 j + k,
+// Runner::run_bicubic_pixels; slot 0 the sink) rather than row starts plus columns.
+template <int Cb, bool NeedIg, bool NeedGx, bool Pixels = false>
 void tile_bicubic(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   // Bicubic records are always per tile: 24 arrays kTileRecordBytes apart (lay_out_records),
@@ -1530,6 +1537,11 @@ void tile_bicubic(const TileArgs& t) {
   float* const ig = t.ig;
   float* const part = t.part;
   const int64_t len = t.len, sink = t.sink;
+  // The offset of tap (row j, column k) of position q in the buffers.
+  auto tap = [&](const int32_t* row, const int32_t* col, int j, int k, int64_t q) -> int64_t {
+    if constexpr (Pixels) return int64_t(i32(kBicubicRecordFields + 4 * j + k, q)) * Cb;
+    return (row[j] >= 0 && col[k] >= 0) ? int64_t(row[j] + col[k]) * Cb : sink;
+  };
   // gridGrad sums the taps and scales by gradOutput once; PyTorch scales each tap, so an
   // infinite gradOutput meets taps of both signs (or a zero tap) and gives NaN, not an
   // infinity. Positions with a non-finite gradOutput lane take PyTorch's order (all_finite
@@ -1562,9 +1574,8 @@ void tile_bicubic(const TileArgs& t) {
         // writes of one address (a small input, most taps outside: N13 C1 8x2 -> 122x4 138-192
         // -> 82-130 us, torch 81) waits on each store. Its input value (zero) is still read:
         // a NaN weight times it reaches gridGrad as PyTorch's does.
-        const bool inside = row[j] >= 0 && col[k] >= 0;
-        const int64_t off = inside ? int64_t(row[j] + col[k]) * Cb : sink;
-        if (NeedIg && inside) vaccumulate<Cb>(ig + off, g, cx[k] * cy[j]);
+        const int64_t off = tap(row, col, j, k, q);
+        if (NeedIg && off != sink) vaccumulate<Cb>(ig + off, g, cx[k] * cy[j]);
         if (NeedGx) {
           V v;
           vload<Cb>(v, in + off);
@@ -1585,9 +1596,8 @@ void tile_bicubic(const TileArgs& t) {
         dx = V{}, dy = V{};
         for (int j = 0; j < 4; ++j)
           for (int k = 0; k < 4; ++k) {
-            const int64_t off = (row[j] >= 0 && col[k] >= 0) ? int64_t(row[j] + col[k]) * Cb : sink;
             V v;
-            vload<Cb>(v, in + off);
+            vload<Cb>(v, in + tap(row, col, j, k, q));
             const V vg = v * g;
             dx += vg * ncxg[k] * cy[j];
             dy += vg * ncyg[j] * cx[k];
@@ -1603,6 +1613,13 @@ TileFn pick_tile_fn(int64_t interp) {
   if (interp == kNearest) return tile_nearest<Cb, NeedIg, NeedGx>;
   if (interp == kBicubic) return tile_bicubic<Cb, NeedIg, NeedGx>;
   return tile_bilinear<Cb, NeedIg, NeedGx>;
+}
+
+template <int Cb>
+TileFn pick_bicubic_pixels_fn(bool need_ig, bool need_gx) {
+  if (need_ig && need_gx) return tile_bicubic<Cb, true, true, true>;
+  if (need_ig) return tile_bicubic<Cb, true, false, true>;
+  return tile_bicubic<Cb, false, true, true>;
 }
 
 template <int Cb>
@@ -1642,6 +1659,7 @@ struct Plan {
   int64_t mult_array = 0;   // several blocks with tile records: bytes of the chunk's bilinear multipliers
   int64_t mult_off = 0, rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
   int64_t buffer_bytes = 0;  // fused: a slot's bytes before its tile (the buffers, or the compact layout)
+  bool few_bicubic = false;  // bicubic, 16 taps a position kCompactRatio times fewer than the pixels
   int64_t total = 0;
 };
 
@@ -1658,7 +1676,7 @@ struct CompactSizes {
         buffer(rows * cb * 4) {}
 };
 
-int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : 24; }
+int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : kBicubicTileArrays; }
 
 int pick_block_width(int64_t C) {
   if (C == 1) return 1;  // one lane: no transposes, a quarter of the buffers
@@ -1735,6 +1753,15 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
     p.buffer_bytes = in_bytes + (p.need_ig ? buf_bytes : 0);
     if (p.compact) p.buffer_bytes = std::max(p.buffer_bytes, compact_bytes);
+    // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
+    // (Runner::run_tap_grid, run_bicubic_pixels), which may need more.
+    p.few_bicubic = p.interp == kBicubic && 16 * g.P * kCompactRatio <= g.HW;
+    if (p.few_bicubic) {
+      const int64_t slots = 16 * g.P + 1;
+      const int64_t pixels_bytes = round_up(4 * (g.HW + 1), kAlign) + round_up(4 * slots, kAlign) +
+                                   (p.need_gx + p.need_ig) * round_up(slots * p.cb * 4, kAlign);
+      p.buffer_bytes = std::max(p.buffer_bytes, pixels_bytes);
+    }
   }
   // Phase 1 computes the records of a chunk of samples once for all channel blocks: 40 bytes a
   // position for bilinear, 96 for bicubic, which go out to L2/L3 and come back for every block.
@@ -1943,13 +1970,15 @@ Records lay_out_records(char* mem, int64_t interp, int64_t array_bytes) {
   return r;
 }
 
-// A bicubic sample's few positions as a "tap grid" (Runner::run_tap_grid): the input rows and
-// columns its taps reach, taken as a smaller image of rows x cols pixels plus a sink.
-struct TapGrid {
-  const int32_t* row_rank = nullptr;  // input row -> row of the tap grid (rows reached only)
-  const int32_t* col_rank = nullptr;  // input column -> column of the tap grid (columns reached only)
+// Where a bicubic sample's few positions' taps go in small buffers. A "tap grid"
+// (Runner::run_tap_grid): the input rows and columns its taps reach, taken as an image of rows
+// x cols pixels plus a sink. Pixel slots (Runner::run_bicubic_pixels): each pixel reached.
+struct TapRemap {
+  const int32_t* row_rank = nullptr;  // tap grid: input row -> its row (rows reached only)
+  const int32_t* col_rank = nullptr;  // tap grid: input column -> its column (columns reached only)
   int64_t cols = 0;
-  int64_t sink = 0;  // the sink's pixel: rows * cols
+  const int32_t* slot_of = nullptr;   // pixel slots: input pixel -> slot (pixel H * W: the sink, 0)
+  int64_t sink = 0;  // the sink's pixel in the buffers: rows * cols, or slot 0
 };
 
 template <class T, int Cb>
@@ -1969,6 +1998,7 @@ class Runner {
     }
     record_fn_ = pick_record_fn(p.interp, p.pad, p.align);
     tile_fn_ = pick_tile_fn<Cb>(p.interp, p.need_ig, p.need_gx);
+    if (p.few_bicubic) pixels_tile_fn_ = pick_bicubic_pixels_fn<Cb>(p.need_ig, p.need_gx);
   }
 
   void run() {
@@ -2093,7 +2123,7 @@ class Runner {
   // records are remapped to them.
   void run_positions(int64_t n0, int64_t nl, int64_t b, int64_t p0, int64_t p1, const float* in, float* ig,
                      float* tile, const Records* rec = nullptr, int64_t first = -1,
-                     const TapGrid* taps = nullptr) const {
+                     const TapRemap* taps = nullptr) const {
     const int64_t n = n0 + nl, c0 = b * Cb;
     Records own;
     float* part = nullptr;  // gridGrad sums: the tile's own (tile_grid_grad), else the chunk's
@@ -2129,7 +2159,7 @@ class Runner {
       const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
       float* tile_part = part == nullptr || p_.tile_grid_grad ? part : part + 2 * t0;
       const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, (taps ? taps->sink : g_.HW) * Cb};
-      tile_fn_(t);
+      (taps && taps->slot_of ? pixels_tile_fn_ : tile_fn_)(t);
       if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
     }
   }
@@ -2148,7 +2178,6 @@ class Runner {
   void run_fused(int64_t n0, int64_t nc) {
     const int64_t bs = buf_stride();
     const bool windowed = g_.P * kWindowRatio <= g_.HW;
-    const bool few_bicubic = p_.interp == kBicubic && 16 * g_.P * kCompactRatio <= g_.HW;  // see run_tap_grid
     // A compact or windowed task also zero-fills its channels' inputGrad planes, wholly or
     // outside the rows it reaches, and a compact one fills a map of the pixels: (8 + Cb) / 4
     // units a pixel. Measured on one thread, fp32, 9 compact calls of 1-16 channels: 0.5-1.8 ns
@@ -2168,7 +2197,10 @@ class Runner {
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
-      if (few_bicubic && run_tap_grid(n0, nl, b, slot_mem(slot))) return;
+      if (p_.few_bicubic) {
+        if (!run_tap_grid(n0, nl, b, slot_mem(slot))) run_bicubic_pixels(n0, nl, b, slot_mem(slot));
+        return;
+      }
       RowWindow runs[32];
       const int64_t nruns =
           band_runs(windowed ? reachable_bands(n, 0, g_.P, band) : ~uint64_t(0), band, g_.H, runs);
@@ -2277,7 +2309,7 @@ class Runner {
   // positions reach 4 rows and 4 columns each: N13 C5 209x115 -> 2x2 loaded a fifth of the
   // input in row bands; the tap grid holds 16x16 pixels. The block's inputGrad planes are
   // zeroed and the tap grid's pixels written over them. Returns false, having written nothing,
-  // when the tap grid is not a quarter of the input or does not fit in the slot's buffers.
+  // when the tap grid would cost more than pixel slots (run_bicubic_pixels) or does not fit.
   bool run_tap_grid(int64_t n0, int64_t nl, int64_t b, float* slot) const {
     const int64_t H = g_.H, W = g_.W, n = n0 + nl, c0 = b * Cb;
     const int64_t bs = buf_stride(), nbuf = int64_t(p_.need_gx) + int64_t(p_.need_ig);
@@ -2311,7 +2343,9 @@ class Runner {
       }
     const int64_t pixels = rows * cols;
     const int64_t buffer_floats = round_up((pixels + 1) * Cb * 4, kAlign) / 4;
-    if (4 * pixels > g_.HW || nbuf * buffer_floats + H + 2 * W > nbuf * bs) return false;
+    // The tap grid's gathers against run_bicubic_pixels' map of every pixel and gathers of
+    // the taps' pixels alone, in element operations.
+    if (pixels * Cb > g_.HW / 8 + 16 * g_.P * Cb || nbuf * buffer_floats + H + 2 * W > nbuf * bs) return false;
 
     float* in = nullptr;
     float* ig = nullptr;
@@ -2335,7 +2369,8 @@ class Runner {
       ig = mem;
       std::memset(ig, 0, size_t((pixels + 1) * Cb) * sizeof(float));
     }
-    const TapGrid taps{row_rank, col_rank, cols, pixels};
+    TapRemap taps;
+    taps.row_rank = row_rank, taps.col_rank = col_rank, taps.cols = cols, taps.sink = pixels;
     run_positions(n0, nl, b, 0, g_.P, in, ig, tile, nullptr, -1, &taps);
     if (!p_.need_ig) return true;
     store_zero_input_grad(n, b, 0, g_.HW);
@@ -2351,9 +2386,98 @@ class Runner {
     return true;
   }
 
+  // The input pixel of bicubic tap (row j, column k) of a tile's position q; H * W outside.
+  int64_t tap_pixel(const Records& r, int j, int k, int64_t q) const {
+    const int32_t row = r.tap_row[j][q], col = r.tap_col[k][q];
+    return row >= 0 && col >= 0 ? int64_t(row) + col : g_.HW;
+  }
+
+  // Pixel-slot array `field` (4 j + k) of a tile's bicubic records, after the 24 fields.
+  int32_t* tap_slots(const Records& r, int field) const {
+    return reinterpret_cast<int32_t*>(reinterpret_cast<char*>(r.tap_col[0]) +
+                                      (kBicubicRecordFields + field) * p_.rec_array);
+  }
+
+  // Phase 2 for one (sample, block) of a bicubic grid with few positions whose tap grid is too
+  // big (positions spread over the image, reflected, or a thin image): each pixel the taps
+  // reach gets a slot of compact channel-last buffers, in order of first use, as run_compact
+  // gives bilinear and nearest; slot 0 is the sink. Each tile's taps are remapped to slots
+  // after its records are computed (tile_bicubic<..., Pixels>), so every pixel sums the same
+  // values in the same order as in the full buffers (bitwise the same results). The block's
+  // inputGrad planes are zeroed and the reached pixels written over them.
+  void run_bicubic_pixels(int64_t n0, int64_t nl, int64_t b, float* slot) const {
+    const int64_t HW = g_.HW, W = g_.W, n = n0 + nl, c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    char* at = reinterpret_cast<char*>(slot);
+    const auto take = [&](int64_t bytes) {
+      char* r = at;
+      at += round_up(bytes, kAlign);
+      return r;
+    };
+    int32_t* slot_of = reinterpret_cast<int32_t*>(take(4 * (HW + 1)));
+    int32_t* pixel_of = reinterpret_cast<int32_t*>(take(4 * (16 * g_.P + 1)));
+    std::memset(slot_of, 0xff, size_t(HW) * sizeof(int32_t));
+    slot_of[HW] = 0;
+    pixel_of[0] = int32_t(HW);
+    int64_t slots = 1;
+    float* tile = slot + p_.buffer_bytes / 4;
+    Records own = lay_out_records(reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign), p_.interp,
+                                  p_.rec_array);
+    for (int64_t t0 = 0; t0 < g_.P; t0 += kTile) {
+      const int64_t len = std::min(kTile, g_.P - t0);
+      alignas(64) double gx[kTile], gy[kTile];
+      load_grid(n, t0, len, gx, gy);
+      record_fn_(g_, gx, gy, 0, len, own);
+      for (int64_t q = 0; q < len; ++q)
+        for (int j = 0; j < 4; ++j)
+          for (int k = 0; k < 4; ++k) {
+            const int64_t pixel = tap_pixel(own, j, k, q);
+            if (slot_of[pixel] < 0) {
+              slot_of[pixel] = int32_t(slots);
+              pixel_of[slots++] = int32_t(pixel);
+            }
+          }
+    }
+    float* in = nullptr;
+    float* ig = nullptr;
+    if (p_.need_gx) {  // the reached pixels' input values; the sink's are zeros
+      in = reinterpret_cast<float*>(take(slots * Cb * 4));
+      const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
+      std::memset(in, 0, Cb * sizeof(float));
+      for (int64_t s = 1; s < slots; ++s) {
+        const int64_t pixel = pixel_of[s];
+        const T* src = base + (pixel / W) * in_plane_.srow + (pixel % W) * in_plane_.scol;
+        for (int c = 0; c < Cb; ++c) in[s * Cb + c] = c < cvalid ? to_float(src[c * a_.input.strides[1]]) : 0.0f;
+      }
+    }
+    if (p_.need_ig) {
+      ig = reinterpret_cast<float*>(take(slots * Cb * 4));
+      std::memset(ig, 0, size_t(slots * Cb) * sizeof(float));
+    }
+    TapRemap taps;
+    taps.slot_of = slot_of, taps.sink = 0;
+    run_positions(n0, nl, b, 0, g_.P, in, ig, tile, nullptr, -1, &taps);
+    if (!p_.need_ig) return;
+    store_zero_input_grad(n, b, 0, HW);
+    T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
+    for (int64_t s = 1; s < slots; ++s) {
+      const int64_t pixel = pixel_of[s];
+      T* dst = base + (pixel / W) * ig_plane_.srow + (pixel % W) * ig_plane_.scol;
+      for (int c = 0; c < cvalid; ++c) dst[c * a_.inputGrad.strides[1]] = from_float<T>(ig[s * Cb + c]);
+    }
+  }
+
   // A tile's bicubic records (tap rows as row starts y * W, tap columns as x; -1 outside) as
-  // rows and columns of a tap grid.
-  void remap_taps(Records& r, int64_t len, const TapGrid& t) const {
+  // rows and columns of a tap grid, or as pixel slots in the 16 arrays after the records.
+  void remap_taps(Records& r, int64_t len, const TapRemap& t) const {
+    if (t.slot_of) {
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) {
+          int32_t* slots = tap_slots(r, 4 * j + k);
+          for (int64_t q = 0; q < len; ++q) slots[q] = t.slot_of[tap_pixel(r, j, k, q)];
+        }
+      return;
+    }
     for (int k = 0; k < 4; ++k)
       for (int64_t q = 0; q < len; ++q) {
         const int32_t row = r.tap_row[k][q], col = r.tap_col[k][q];
@@ -2574,6 +2698,7 @@ class Runner {
   float* partials_ = nullptr;
   RecordFn record_fn_ = nullptr;
   TileFn tile_fn_ = nullptr;
+  TileFn pixels_tile_fn_ = nullptr;  // few_bicubic: tile_bicubic on pixel slots
 };
 
 template <class T>

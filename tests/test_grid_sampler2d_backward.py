@@ -514,10 +514,12 @@ def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
 
 # Bicubic grids of few positions (16 taps each, 12 times fewer than the input's pixels) run on a
 # "tap grid": the rows and the columns their taps reach, as a small image whose pixels are
-# written over a zeroed inputGrad. Every padding (reflection's taps fold back into the image),
-# grids in a patch, spread, on a diagonal (rows x columns too many for the path: the row bands
-# run instead), beyond the image and with a NaN; an image one row high. The workspace is NaN
-# in every float, then zero; one and two threads; each output alone must be the same bits.
+# written over a zeroed inputGrad; where that image would be big, on a slot per pixel reached.
+# Every padding (reflection's taps fold back into the image), grids in a patch, spread, on a
+# diagonal (rows x columns too many for a tap grid), beyond the image and with a NaN; an image
+# one row high (no room for the tap grid's maps). The workspace is NaN
+# in every float, then zero; one and two threads; each output alone, and strided operands,
+# must give the same bits.
 @pytest.mark.parametrize("grid_kind", ["patch", "spread", "diagonal", "beyond", "nan"])
 @pytest.mark.parametrize("pad", [0, 1, 2])
 @pytest.mark.parametrize("align", [False, True])
@@ -548,6 +550,13 @@ def test_bicubic_tap_grids(torch, threads, grid_kind, pad, align, dtype):
         ig_only, _ = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(True, False))
         _, gg_only = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(False, True))
         assert ig_only.tobytes() == ig.tobytes() and gg_only.tobytes() == gg.tobytes()
+        for layout in ["sliced", "negative", "channels-last"]:  # strided planes, in and out
+            views = [strided_view(rng, a, layout) for a in (go, x, grid)]
+            ig_view = strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
+            gg_view = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
+            ac.grid_sampler2d_backward(*views, 2, pad, align, out=(ig_view, gg_view))
+            assert np.ascontiguousarray(ig_view).tobytes() == ig.tobytes(), layout
+            assert np.ascontiguousarray(gg_view).tobytes() == gg.tobytes(), layout
         if grid_kind == "nan":  # torch's NaN semantics are checked elsewhere
             continue
         ref = reference(go, x, grid, 2, pad, align)
