@@ -1241,7 +1241,11 @@ Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
     const bool dy_runs = runs(given.gradOut), x_runs = runs(given.input);
     const bool dx_runs = !r.plan.need_dx || runs(given.gradInput);
     const uint64_t operand_bytes = (uint64_t(group_elems) * given.gradOut.itemsize() + 63) / 64 * 64;
-    if (!(dy_runs && x_runs && dx_runs) && stages_groups(r.plan, operand_bytes)) {
+    // Operands whose whole copies transpose a unit-stride dim beyond the group (Fortran order:
+    // the samples innermost) would stage element by element: they are copied whole.
+    const bool spread = (!dy_runs && copies_spread(given.gradOut)) || (!x_runs && copies_spread(given.input)) ||
+                        (!dx_runs && copies_spread(given.gradInput));
+    if (!(dy_runs && x_runs && dx_runs) && !spread && stages_groups(r.plan, operand_bytes)) {
       Staging& st = r.staging;
       st.on = true;
       st.dy = !dy_runs, st.x = !x_runs, st.dx = !dx_runs;

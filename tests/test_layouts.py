@@ -415,3 +415,42 @@ def test_prelu_staged(isa, threads, go_kind, x_kind, out_kind, shape, dtype):
         got = ac.prelu_backward(gov, xv, w, out=(out, np.empty(w.shape, dtype)))
         assert_same_bits(got[0], want[0], buf, f"gradInput {go_kind}, {x_kind} -> {out_kind}, {count} threads")
         assert_same_bits(got[1], want[1], None, f"gradWeight, {count} threads")
+
+
+# Fortran order (np.asfortranarray, a.T of a row-major array): every dim reversed in memory, the
+# batch dim innermost. Whole copies transpose the unit-stride dim with the innermost one, the
+# dims between as outer loops (dense_copy.h, spread_pair); GroupNorm and PReLU copy such
+# operands whole instead of staging them. Batches of 8-19 take the tiles, one of 3 the element
+# copies; outputs go back through Fortran-ordered views.
+@pytest.mark.parametrize("op", ["softmax", "group_norm", "prelu"])
+@pytest.mark.parametrize("shape", [(8, 6, 5, 9), (19, 4, 12, 33), (3, 8, 16, 16)], ids=str)
+@pytest.mark.parametrize("out_fortran", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_fortran_order(isa, threads, op, shape, out_fortran, dtype):
+    rng = np.random.default_rng(6)
+    N, C, H, W = shape
+    a, b = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)
+    af, bf = np.asfortranarray(a), np.asfortranarray(b)
+    assert af.strides[0] == af.itemsize  # the batch dim innermost
+    for count in (1, 2):
+        threads(count)
+        out = np.asfortranarray(np.full(shape, SENTINEL, dtype)) if out_fortran else np.full(shape, SENTINEL, dtype)
+        if op == "softmax":
+            y = rng.random(shape).astype(dtype)
+            want = (ac.softmax_backward(a, y, 1),)
+            got = (ac.softmax_backward(af, np.asfortranarray(y), 1, out=out),)
+        elif op == "group_norm":
+            G = 2
+            mean = rng.standard_normal((N, G)).astype(dtype)
+            rstd = (rng.random((N, G)) + 0.5).astype(dtype)
+            gamma = rng.standard_normal(C).astype(dtype)
+            want = ac.group_norm_backward(a, b, mean, rstd, gamma, N, C, H * W, G)
+            got = ac.group_norm_backward(af, bf, mean, rstd, gamma, N, C, H * W, G,
+                                         out=(out, np.empty(C, dtype), np.empty(C, dtype)))
+        else:
+            w = rng.standard_normal(C).astype(dtype)
+            want = ac.prelu_backward(a, b, w)
+            got = ac.prelu_backward(af, bf, w, out=(out, np.empty(C, dtype)))
+        for g, w_ in zip(got, want):
+            assert_same_bits(g, w_, None, f"{op} {shape} out_fortran={out_fortran} threads={count}")
+        assert got[0] is out

@@ -165,6 +165,62 @@ void transposed_pair_range(const FlatIndex& f, E* base, int64_t first, int64_t c
   }
 }
 
+// t whose unit-stride dim k lies further out than the one before the innermost (a): a fully
+// reversed layout (NumPy's Fortran order, a.T), or one with the batch dim innermost. Each dense
+// row of a (fixed outer index) takes its elements from a-strided places, one line of k-indices
+// serving kStrip rows: as a transposed pair over (k, a), with the dims between them and before
+// k as outer loops. Element by element, GroupNorm [8, 64, 32, 32] in Fortran order took 2.8 ms
+// against 58 us contiguous (torch, copying to contiguous first, 1.3 ms).
+inline int spread_pair_dim(const FlatIndex& f) {
+  const int m = f.m;
+  if (m < 3 || f.stride[m - 1] == 1 || f.shape[m - 1] < kMinTransposed) return -1;
+  for (int k = 0; k < m - 2; ++k)
+    if (f.stride[k] == 1) return f.shape[k] >= kMinTransposed ? k : -1;
+  return -1;
+}
+
+// Element offsets, in t and in its dense copy, of outer index o over the dims other than k and
+// the innermost (row-major among themselves).
+inline void spread_outer_offsets(const FlatIndex& f, int k, int64_t o, int64_t* src, int64_t* dense) {
+  int64_t s = 0, d = 0, dense_stride = f.shape[f.m - 1];
+  for (int i = f.m - 2; i >= 0; --i) {
+    if (i != k) {
+      const int64_t idx = o % f.shape[i];
+      o /= f.shape[i];
+      s += idx * f.stride[i];
+      d += idx * dense_stride;
+    }
+    dense_stride *= f.shape[i];
+  }
+  *src = s;
+  *dense = d;
+}
+
+template <class E>
+void spread_pair(const FlatIndex& f, int k, E* base, int64_t numel, E* dense, bool to_dense) {
+  const int m = f.m;
+  const int64_t na = f.shape[m - 1], nb = f.shape[k], sa = f.stride[m - 1];
+  int64_t db = 1;  // the dense stride of dim k
+  for (int i = k + 1; i < m; ++i) db *= f.shape[i];
+  constexpr int64_t kStrip = 64 / sizeof(E);
+  constexpr int64_t kSpan = kPiece / kStrip;
+  const int64_t strips = (nb + kStrip - 1) / kStrip, spans = (na + kSpan - 1) / kSpan;
+  const int64_t outer = numel / (na * nb);
+  parallel_for(outer * strips * spans, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / (strips * spans), rest_task = task % (strips * spans);
+      const int64_t b0 = (rest_task / spans) * kStrip, len = std::min(kStrip, nb - b0);
+      const int64_t a0 = (rest_task % spans) * kSpan, alen = std::min(kSpan, na - a0);
+      int64_t src_off, dense_off;
+      spread_outer_offsets(f, k, o, &src_off, &dense_off);
+      E* const strided = base + src_off + b0 + a0 * sa;
+      E* const d = dense + dense_off + b0 * db + a0;
+      if (to_dense) transpose_run(d, db, strided, sa, alen, len);
+      else transpose_run(strided, sa, d, db, len, alen);
+    }
+  });
+}
+
 template <class E>
 void gather_range(const TensorView& t, const FlatIndex& f, int64_t first, int64_t count, void* dst) {
   E* out = static_cast<E*>(dst);
@@ -194,6 +250,7 @@ void gather(const TensorView& t, void* dst) {
   E* out = static_cast<E*>(dst);
   const FlatIndex f(t);
   if (is_transposed_pair(f)) return transposed_pair(f, t.ptr<E>(), t.numel(), out, true);
+  if (const int k = spread_pair_dim(f); k >= 0) return spread_pair(f, k, t.ptr<E>(), t.numel(), out, true);
   const E* src = t.ptr<const E>();
   const int64_t step = f.stride[f.m - 1];
   for_each_stretch(f, t.numel(),
@@ -206,6 +263,7 @@ void scatter(const void* src, const TensorView& t) {
   E* dst = t.ptr<E>();
   const FlatIndex f(t);
   if (is_transposed_pair(f)) return transposed_pair(f, dst, t.numel(), const_cast<E*>(in), false);
+  if (const int k = spread_pair_dim(f); k >= 0) return spread_pair(f, k, dst, t.numel(), const_cast<E*>(in), false);
   const int64_t step = f.stride[f.m - 1];
   for_each_stretch(f, t.numel(),
                    [&](int64_t first, int64_t off, int64_t len) { scatter_run(dst + off, in + first, len, step); });
@@ -213,13 +271,19 @@ void scatter(const void* src, const TensorView& t) {
 
 }  // namespace dense_detail
 
-// Whether copying t moves whole vectors: contiguous runs, steps of 2 or -1 along its innermost
-// coalesced dim, or a transposed pair (transposed planes, channels-last). Other layouts are
-// copied element by element.
+// Whether copying t whole moves whole vectors: contiguous runs, steps of 2 or -1 along its
+// innermost coalesced dim, a transposed pair (transposed planes, channels-last) or a spread one
+// (Fortran order). Other layouts are copied element by element.
 inline bool copies_in_vectors(const TensorView& t) {
   const FlatIndex f(t);
-  return step_in_vectors(f.stride[f.m - 1]) || dense_detail::is_transposed_pair(f);
+  return step_in_vectors(f.stride[f.m - 1]) || dense_detail::is_transposed_pair(f) ||
+         dense_detail::spread_pair_dim(f) >= 0;
 }
+
+// Whether t's whole copies transpose a unit-stride dim further out than its two innermost
+// (spread_pair_dim): a task's range of it holds no line-wide run, so staged copies would go
+// element by element.
+inline bool copies_spread(const TensorView& t) { return dense_detail::spread_pair_dim(FlatIndex(t)) >= 0; }
 
 // Staged copies: instead of whole dense copies, a kernel copies its strided operands a task at a
 // time into a slot per thread (GroupNorm's groups, Softmax's rows and slabs, PReLU's planes),
