@@ -798,6 +798,10 @@ Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
   st.g = !a.gradOutput.is_contiguous();
   st.y = !a.output.is_contiguous();
   st.out = !a.out.is_contiguous();
+  // An operand whose whole copy transposes a unit-stride dim beyond the rows or slabs (Fortran
+  // order) would stage element by element: whole copies (dense_copy.h, copies_spread).
+  if ((st.g && copies_spread(a.gradOutput)) || (st.y && copies_spread(a.output)) || (st.out && copies_spread(a.out)))
+    return Staging{};
   const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
   const int64_t unit = staged_unit(l.size * l.inner, int64_t(kStageUnitMaxBytes / widest),  // rows or slabs
                                    {st.g ? &a.gradOutput : nullptr, st.y ? &a.output : nullptr,
