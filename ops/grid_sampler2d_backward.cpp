@@ -2238,8 +2238,7 @@ class Runner {
   // the same values in the same order as in the full buffers (bitwise the same results). The
   // block's inputGrad planes are zeroed and the touched pixels written over them.
   void run_compact(int64_t n0, int64_t nl, int64_t b, float* slot) const {
-    const int64_t P = g_.P, HW = g_.HW, taps = p_.taps, n = n0 + nl, c0 = b * Cb;
-    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const int64_t P = g_.P, HW = g_.HW, taps = p_.taps, n = n0 + nl;
     const int64_t i0 = nl * P;  // the sample's first record
     char* at = reinterpret_cast<char*>(slot);
     const auto take = [&](int64_t bytes) {
@@ -2262,19 +2261,11 @@ class Runner {
         }
         remap[k * P + q] = slot_of[pixel];
       }
-    const auto pixel_offset = [](const Plane& pl, int64_t pixel) {
-      return pl.flat ? pixel * pl.scol : (pixel / pl.cols) * pl.srow + (pixel % pl.cols) * pl.scol;
-    };
     float* in = nullptr;
     float* ig = nullptr;
-    if (p_.need_gx) {  // the referenced pixels' input values; the sink (pixel HW) reads zeros
+    if (p_.need_gx) {
       in = reinterpret_cast<float*>(take(cs.buffer));
-      const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
-      for (int64_t s = 0; s < slots; ++s) {
-        const int64_t pixel = pixel_of[s], off = pixel < HW ? pixel_offset(in_plane_, pixel) : 0;
-        for (int c = 0; c < Cb; ++c)
-          in[s * Cb + c] = pixel < HW && c < cvalid ? to_float(base[c * a_.input.strides[1] + off]) : 0.0f;
-      }
+      gather_slots(n, b, pixel_of, slots, in);
     }
     if (p_.need_ig) {
       ig = reinterpret_cast<float*>(take(cs.buffer));
@@ -2288,15 +2279,53 @@ class Runner {
       for (int k = 0; k < 4; ++k) local.frac[k] = rec_.frac[k] + i0;
     float* tile = slot + p_.buffer_bytes / 4;
     run_positions(n0, nl, b, 0, P, in, ig, tile, &local, 0);
-    if (!p_.need_ig) return;
-    store_zero_input_grad(n, b, 0, HW);
+    if (p_.need_ig) scatter_slots(n, b, pixel_of, slots, ig);
+  }
+
+  // Compact buffers: slot s of block b of sample n = input pixel pixel_of[s] (the sink, pixel
+  // H * W, reads zeros).
+  void gather_slots(int64_t n, int64_t b, const int32_t* pixel_of, int64_t slots, float* in) const {
+    const int64_t c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
+    for (int64_t s = 0; s < slots; ++s) {
+      const int64_t pixel = pixel_of[s], off = pixel < g_.HW ? pixel_offset(in_plane_, pixel) : 0;
+      for (int c = 0; c < Cb; ++c)
+        in[s * Cb + c] = pixel < g_.HW && c < cvalid ? to_float(base[c * a_.input.strides[1] + off]) : 0.0f;
+    }
+  }
+
+  // inputGrad of block b of sample n = zero, but for the compact slots' pixels (not the sink).
+  void scatter_slots(int64_t n, int64_t b, const int32_t* pixel_of, int64_t slots, const float* ig) const {
+    store_zero_input_grad(n, b, 0, g_.HW);
+    const int64_t c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
     const int64_t schan = a_.inputGrad.strides[1];
     for (int64_t s = 0; s < slots; ++s) {
       const int64_t pixel = pixel_of[s];
-      if (pixel == HW) continue;  // the sink
+      if (pixel == g_.HW) continue;  // the sink
       const int64_t off = pixel_offset(ig_plane_, pixel);
       for (int c = 0; c < cvalid; ++c) base[c * schan + off] = from_float<T>(ig[s * Cb + c]);
+    }
+  }
+
+  static int64_t pixel_offset(const Plane& pl, int64_t pixel) {
+    return pl.flat ? pixel * pl.scol : (pixel / pl.cols) * pl.srow + (pixel % pl.cols) * pl.scol;
+  }
+
+  // The records of sample n's positions, a tile at a time into `tile`'s scratch (as
+  // run_positions lays them out): fn(records, len) per tile.
+  template <class Fn>
+  void for_each_tile_records(int64_t n, float* tile, Fn&& fn) const {
+    Records own = lay_out_records(reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign), p_.interp,
+                                  p_.rec_array);
+    for (int64_t t0 = 0; t0 < g_.P; t0 += kTile) {
+      const int64_t len = std::min(kTile, g_.P - t0);
+      alignas(64) double gx[kTile], gy[kTile];
+      load_grid(n, t0, len, gx, gy);
+      record_fn_(g_, gx, gy, 0, len, own);
+      fn(own, len);
     }
   }
 
@@ -2320,19 +2349,13 @@ class Runner {
     int32_t* col_rank = row_rank + H;
     int32_t* col_list = col_rank + W;
     std::memset(row_rank, 0xff, size_t(H + W) * sizeof(int32_t));
-    char* scratch = reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign);
-    Records own = lay_out_records(scratch, p_.interp, p_.rec_array);
-    for (int64_t t0 = 0; t0 < g_.P; t0 += kTile) {
-      const int64_t len = std::min(kTile, g_.P - t0);
-      alignas(64) double gx[kTile], gy[kTile];
-      load_grid(n, t0, len, gx, gy);
-      record_fn_(g_, gx, gy, 0, len, own);
+    for_each_tile_records(n, tile, [&](const Records& own, int64_t len) {
       for (int k = 0; k < 4; ++k)
         for (int64_t q = 0; q < len; ++q) {
           if (own.tap_row[k][q] >= 0) row_rank[own.tap_row[k][q] / W] = 0;
           if (own.tap_col[k][q] >= 0) col_rank[own.tap_col[k][q]] = 0;
         }
-    }
+    });
     int64_t rows = 0, cols = 0;
     for (int64_t y = 0; y < H; ++y)
       if (row_rank[y] >= 0) row_rank[y] = int32_t(rows++);
@@ -2406,8 +2429,7 @@ class Runner {
   // values in the same order as in the full buffers (bitwise the same results). The block's
   // inputGrad planes are zeroed and the reached pixels written over them.
   void run_bicubic_pixels(int64_t n0, int64_t nl, int64_t b, float* slot) const {
-    const int64_t HW = g_.HW, W = g_.W, n = n0 + nl, c0 = b * Cb;
-    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const int64_t HW = g_.HW, n = n0 + nl;
     char* at = reinterpret_cast<char*>(slot);
     const auto take = [&](int64_t bytes) {
       char* r = at;
@@ -2421,13 +2443,7 @@ class Runner {
     pixel_of[0] = int32_t(HW);
     int64_t slots = 1;
     float* tile = slot + p_.buffer_bytes / 4;
-    Records own = lay_out_records(reinterpret_cast<char*>(tile) + round_up(kTile * Cb * 4, kAlign), p_.interp,
-                                  p_.rec_array);
-    for (int64_t t0 = 0; t0 < g_.P; t0 += kTile) {
-      const int64_t len = std::min(kTile, g_.P - t0);
-      alignas(64) double gx[kTile], gy[kTile];
-      load_grid(n, t0, len, gx, gy);
-      record_fn_(g_, gx, gy, 0, len, own);
+    for_each_tile_records(n, tile, [&](const Records& own, int64_t len) {
       for (int64_t q = 0; q < len; ++q)
         for (int j = 0; j < 4; ++j)
           for (int k = 0; k < 4; ++k) {
@@ -2437,18 +2453,12 @@ class Runner {
               pixel_of[slots++] = int32_t(pixel);
             }
           }
-    }
+    });
     float* in = nullptr;
     float* ig = nullptr;
-    if (p_.need_gx) {  // the reached pixels' input values; the sink's are zeros
+    if (p_.need_gx) {
       in = reinterpret_cast<float*>(take(slots * Cb * 4));
-      const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
-      std::memset(in, 0, Cb * sizeof(float));
-      for (int64_t s = 1; s < slots; ++s) {
-        const int64_t pixel = pixel_of[s];
-        const T* src = base + (pixel / W) * in_plane_.srow + (pixel % W) * in_plane_.scol;
-        for (int c = 0; c < Cb; ++c) in[s * Cb + c] = c < cvalid ? to_float(src[c * a_.input.strides[1]]) : 0.0f;
-      }
+      gather_slots(n, b, pixel_of, slots, in);
     }
     if (p_.need_ig) {
       ig = reinterpret_cast<float*>(take(slots * Cb * 4));
@@ -2457,14 +2467,7 @@ class Runner {
     TapRemap taps;
     taps.slot_of = slot_of, taps.sink = 0;
     run_positions(n0, nl, b, 0, g_.P, in, ig, tile, nullptr, -1, &taps);
-    if (!p_.need_ig) return;
-    store_zero_input_grad(n, b, 0, HW);
-    T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    for (int64_t s = 1; s < slots; ++s) {
-      const int64_t pixel = pixel_of[s];
-      T* dst = base + (pixel / W) * ig_plane_.srow + (pixel % W) * ig_plane_.scol;
-      for (int c = 0; c < cvalid; ++c) dst[c * a_.inputGrad.strides[1]] = from_float<T>(ig[s * Cb + c]);
-    }
+    if (p_.need_ig) scatter_slots(n, b, pixel_of, slots, ig);
   }
 
   // A tile's bicubic records (tap rows as row starts y * W, tap columns as x; -1 outside) as
