@@ -484,6 +484,22 @@ def test_small_grids_touch_only_the_rows_they_reach(threads, grid_kind, mode, pa
         _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype)
 
 
+def run_filled_workspaces(threads, go, x, grid, mode, pad, align):
+    """(inputGrad, gridGrad) of the two-phase call, which must be the same bits at 1 and 2
+    threads with the workspace all NaN (0xFF bytes) and all zero."""
+    results = []
+    for count, fill in itertools.product((1, 2), (0xFF, 0)):
+        threads(count)
+        ig, gg = np.full(x.shape, 7.0, x.dtype), np.full(grid.shape, 7.0, grid.dtype)
+        ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, pad, align, (True, True), ig, gg)
+        ac.aclnnGridSampler2DBackward(np.full(ws, fill, np.uint8), ws, ex)
+        results.append(ig.tobytes() + gg.tobytes())
+        if len(results) == 1:
+            first = (ig, gg)
+    assert all(r == results[0] for r in results)
+    return first
+
+
 def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
     N, C, H, W, Ho, Wo = shape
     go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
@@ -500,16 +516,9 @@ def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
     elif grid_kind == "spread":  # over the whole image: bands apart
         grid = rng.uniform(-1.0, 1.0, (N, Ho, Wo, 2))
     grid = grid.astype(dtype)
-    results = []
-    for count, fill in itertools.product((1, 2), (0xFF, 0)):
-        threads(count)
-        ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
-        ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, mode, pad, align, (True, True), ig, gg)
-        ac.aclnnGridSampler2DBackward(np.full(ws, fill, np.uint8), ws, ex)
-        if grid_kind != "nan":
-            check(ig, gg, reference(go, x, grid, mode, pad, align), dtype, grid_kind)
-        results.append(ig.tobytes() + gg.tobytes())
-    assert all(r == results[0] for r in results)
+    ig, gg = run_filled_workspaces(threads, go, x, grid, mode, pad, align)
+    if grid_kind != "nan":
+        check(ig, gg, reference(go, x, grid, mode, pad, align), dtype, grid_kind)
 
 
 # Bicubic grids of few positions (16 taps each, 12 times fewer than the input's pixels) run on a
@@ -539,14 +548,7 @@ def test_bicubic_tap_grids(torch, threads, grid_kind, pad, align, dtype):
         elif grid_kind == "nan":
             grid[-1, 0, -1, 1] = np.nan
         grid = grid.astype(dtype)
-        results = []
-        for count, fill in itertools.product((1, 2), (0xFF, 0)):
-            threads(count)
-            ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
-            ws, ex = ac.aclnnGridSampler2DBackwardGetWorkspaceSize(go, x, grid, 2, pad, align, (True, True), ig, gg)
-            ac.aclnnGridSampler2DBackward(np.full(ws, fill, np.uint8), ws, ex)
-            results.append(ig.tobytes() + gg.tobytes())
-        assert all(r == results[0] for r in results)
+        ig, gg = run_filled_workspaces(threads, go, x, grid, 2, pad, align)
         ig_only, _ = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(True, False))
         _, gg_only = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(False, True))
         assert ig_only.tobytes() == ig.tobytes() and gg_only.tobytes() == gg.tobytes()
@@ -563,6 +565,62 @@ def test_bicubic_tap_grids(torch, threads, grid_kind, pad, align, dtype):
         what = f"{grid_kind} {(N, C, H, W, Ho, Wo)}"
         check(ig, gg, ref, dtype, what)
         check(ig, gg, (*torch_reference(torch, go, x, grid, 2, pad, align), *ref[2:]), dtype, what + " torch")
+
+
+# Up to 4 channels whose bilinear or nearest taps reach at most a 6th of the input's pixels run
+# on the planes themselves (no channel-last buffers): out-of-range corners skip inputGrad and
+# read zeros; fp32 inputGrad on a flat plane is summed in place, other outputs in fp32 planes of
+# the workspace; planes over 512 KiB prefetch. Every padding and alignment, grids spread over
+# the image, in a patch, beyond it, and with a NaN and an infinity; channels-last operands (a
+# pixel stride of C) and sliced or reversed ones (which take the buffers: the same bits). The
+# workspace is NaN in every float, then zero; one and two threads; each output alone.
+@pytest.mark.parametrize("grid_kind", ["spread", "patch", "beyond", "nonfinite"])
+@pytest.mark.parametrize("mode", [0, 1], ids=MODES.get)
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_direct_planes(torch, threads, grid_kind, mode, pad, align, dtype):
+    rng = np.random.default_rng(26)
+    shapes = [(2, 1, 40, 36, 5, 7), (3, 2, 33, 70, 6, 9), (1, 3, 150, 20, 4, 20), (2, 4, 64, 2, 1, 3),
+              (1, 4, 1, 400, 1, 10), (1, 2, 200, 300, 10, 20)]
+    for N, C, H, W, Ho, Wo in shapes:
+        go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+        x = rng.standard_normal((N, C, H, W)).astype(dtype)
+        grid = rng.uniform(-1.1, 1.1, (N, Ho, Wo, 2))
+        if grid_kind == "patch":
+            grid = rng.uniform(-0.1, 0.1, (N, Ho, Wo, 2)) + rng.uniform(-0.7, 0.7, (N, 1, 1, 2))
+        elif grid_kind == "beyond":
+            grid[..., 1] += 2.5
+        elif grid_kind == "nonfinite":
+            grid[-1, 0, -1, 1] = np.nan
+            grid[0, -1, 0, 0] = np.inf
+        grid = grid.astype(dtype)
+        inputs = (go, x.copy(), grid.copy())
+        ig, gg = run_filled_workspaces(threads, go, x, grid, mode, pad, align)
+        assert x.tobytes() == inputs[1].tobytes() and grid.tobytes() == inputs[2].tobytes()
+        ig_only, _ = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align, output_mask=(True, False))
+        assert ig_only.tobytes() == ig.tobytes()
+        if mode == 0:
+            _, gg_only = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align, output_mask=(False, True))
+            assert gg_only.tobytes() == gg.tobytes()
+        for layout in ["sliced", "negative", "channels-last"]:
+            views = [strided_view(rng, a, layout) for a in (go, x, grid)]
+            ig_view = strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
+            gg_view = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
+            ac.grid_sampler2d_backward(*views, mode, pad, align, out=(ig_view, gg_view))
+            assert np.ascontiguousarray(ig_view).tobytes() == ig.tobytes(), layout
+            assert np.ascontiguousarray(gg_view).tobytes() == gg.tobytes(), layout
+        what = f"{grid_kind} {(N, C, H, W, Ho, Wo)}"
+        if grid_kind == "nonfinite":  # torch's NaNs and infinities (on its crash-free equivalent)
+            safe = f64(grid)
+            safe[crashes_torch(mode, pad, grid)] = -1.0
+            t_ig, t_gg = torch_reference(torch, go, x, safe.astype(dtype), mode, pad, align)
+            assert_close_normwise(ig, t_ig, dtype, what + " inputGrad")
+            assert_close_normwise(gg, t_gg, dtype, what + " gridGrad")
+            continue
+        ref = reference(go, x, grid, mode, pad, align)
+        check(ig, gg, ref, dtype, what)
+        check(ig, gg, (*torch_reference(torch, go, x, grid, mode, pad, align), *ref[2:]), dtype, what + " torch")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
