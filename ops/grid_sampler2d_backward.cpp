@@ -1626,30 +1626,43 @@ void tile_bicubic(const TileArgs& t) {
 // ---------------------------------------------------------------------------------------------
 // Direct tiles: the one block of a sample with up to 4 channels, on its planes themselves,
 // channel by channel, rather than on channel-last buffers (Runner::run_direct). Each pixel of
-// each channel sums the same terms in the same order as tile_bilinear and tile_nearest on the
-// buffers, and the gridGrad lane sums keep pair_sum's tree, with the buffers' padding lanes
-// (+0.0: zero input and zero gradOutput) as literal zeros; so the results are the same bits.
+// each channel sums the same terms in the same order as tile_bilinear, tile_nearest and
+// tile_bicubic on the buffers. gridGrad computes every lane of the block as they do, the
+// buffers' padding lanes with their zero input and zero gradOutput (a NaN weight makes those
+// lanes NaN there too), and adds the lanes in pair_sum's tree; so the results are the same bits.
 
 struct DirectArgs {
   const Records* rec;  // the tile's records, from index 0
   int64_t len;         // positions in the tile
-  const float* g;      // gradOutput of the tile, [len][Cb]
+  const float* g;      // gradOutput of the tile, [len][Cb], padding lanes zero
   const void* in;      // input of the sample's first channel (T); null when unused
   int64_t in_chan;     // input channel stride, elements
   int64_t in_pix;      // input pixel stride: pixel k at in + k * in_pix (a flat plane)
   float* ig;           // inputGrad sums of the first channel; null when unused
   int64_t ig_chan;     // their channel stride, floats
   int64_t ig_pix;      // their pixel stride
-  int32_t sink;        // H * W: the corner index of out-of-range corners
+  int32_t sink;        // H * W: the corner index of out-of-range corners (bilinear, nearest)
   float* part;         // gridGrad sums, x and y per position
   bool prefetch;       // planes beyond the cache: prefetch the corners kPrefetch positions ahead
 };
 
 using DirectFn = void (*)(const DirectArgs&);
 
+// pair_sum<Cb> of lanes held as arrays: Cb 1 or 4.
+template <int Cb>
+ACLNN_ALWAYS_INLINE void lane_pair_sum(const float* dx, const float* dy, float* out) {
+  if constexpr (Cb == 1) {
+    out[0] = dx[0];
+    out[1] = dy[0];
+  } else {  // (lane 0 + lane 2) + (lane 1 + lane 3)
+    out[0] = (dx[0] + dx[2]) + (dx[1] + dx[3]);
+    out[1] = (dy[0] + dy[2]) + (dy[1] + dy[3]);
+  }
+}
+
 template <class T, int C, int Interp, bool NeedIg, bool NeedGx>
 void tile_direct(const DirectArgs& t) {
-  constexpr int Cb = C == 1 ? 1 : 4;  // the gradOutput tile's lanes
+  constexpr int Cb = C == 1 ? 1 : 4;  // the block's lanes
   const Records& r = *t.rec;
   const T* const in = static_cast<const T*>(t.in);
   float* const ig = t.ig;
@@ -1658,11 +1671,20 @@ void tile_direct(const DirectArgs& t) {
   const float* const gt = t.g;
   float* const part = t.part;
   float trash[C] = {};  // out-of-range corners' inputGrad, one float a channel
-  // Corner k's inputGrad of channel c at at[c * step] (trash outside), its input at src.
+  // Where corner k's inputGrad of channel c goes: at[c * step] (trash outside).
   const auto target = [&](int32_t k, float*& at, int64_t& step) {
     const bool inside = k != sink;
     at = inside ? ig + k * ig_pix : trash;
     step = inside ? ig_chan : 1;
+  };
+  // Lane c of pixel k's input: zero outside the image and in the padding lanes. An outside
+  // pixel reads pixel 0 (in range) and drops it.
+  const auto lanes = [&](bool inside, int64_t k, float* v) {
+    const T* src = in + (inside ? k * in_pix : 0);
+    for (int c = 0; c < Cb; ++c) {
+      const float x = c < C ? to_float(src[c * in_chan]) : 0.0f;
+      v[c] = inside ? x : 0.0f;
+    }
   };
   if constexpr (Interp == kNearest) {
     for (int64_t q = 0; q < len; ++q) {
@@ -1671,64 +1693,111 @@ void tile_direct(const DirectArgs& t) {
       target(r.corner[0][q], at, step);
       for (int c = 0; c < C; ++c) at[c * step] += gt[q * Cb + c];
     }
-    return;
-  }
-  const auto run = [&](auto prefetch) {
-  for (int64_t q = 0; q < len; ++q) {
-    if (prefetch && q + kPrefetch < len) {
-      const int32_t a0 = r.corner[0][q + kPrefetch], a2 = r.corner[2][q + kPrefetch];
-      for (int c = 0; c < C; ++c) {
-        if (NeedIg && a0 != sink) __builtin_prefetch(ig + a0 * ig_pix + c * ig_chan, 1);
-        if (NeedIg && a2 != sink) __builtin_prefetch(ig + a2 * ig_pix + c * ig_chan, 1);
-        if (NeedGx && a0 != sink) __builtin_prefetch(in + a0 * in_pix + c * in_chan);
-        if (NeedGx && a2 != sink) __builtin_prefetch(in + a2 * in_pix + c * in_chan);
+  } else if constexpr (Interp == kBicubic) {
+    // As tile_bicubic: a tile with a non-finite gradOutput lane takes PyTorch's order at its
+    // positions with one.
+    bool special = false;
+    if (NeedGx)
+      for (int64_t i = 0; i < len * Cb; ++i) special |= !std::isfinite(gt[i]);
+    for (int64_t q = 0; q < len; ++q) {
+      float cx[4], cy[4], ncxg[4], ncyg[4], g[Cb];
+      int32_t col[4], row[4];
+      for (int k = 0; k < 4; ++k) {
+        col[k] = r.tap_col[k][q], row[k] = r.tap_row[k][q];
+        cx[k] = r.cx[k][q], cy[k] = r.cy[k][q], ncxg[k] = r.ncxg[k][q], ncyg[k] = r.ncyg[k][q];
       }
-    }
-    const int32_t k[4] = {r.corner[0][q], r.corner[1][q], r.corner[2][q], r.corner[3][q]};
-    const float w = r.frac[0][q], e = r.frac[1][q], n = r.frac[2][q], s = r.frac[3][q];
-    float g[C];
-    for (int c = 0; c < C; ++c) g[c] = gt[q * Cb + c];
-    if (NeedIg) {
-      const float wt[4] = {s * e, s * w, n * e, n * w};
-      for (int j = 0; j < 4; ++j) {
-        float* at;
-        int64_t step;
-        target(k[j], at, step);
-        for (int c = 0; c < C; ++c) at[c * step] = fmadd<1>(g[c], wt[j], at[c * step]);
-      }
-    }
-    if (NeedGx) {
-      float v[4][C];  // [corner][channel], zero outside
-      for (int j = 0; j < 4; ++j) {
-        const bool inside = k[j] != sink;
-        const T* src = in + (inside ? k[j] * in_pix : 0);  // read in range, replaced by zero
-        for (int c = 0; c < C; ++c) {
-          const float x = to_float(src[c * in_chan]);
-          v[j][c] = inside ? x : 0.0f;
+      for (int c = 0; c < Cb; ++c) g[c] = gt[q * Cb + c];
+      const auto inside = [&](int j, int k) { return row[j] >= 0 && col[k] >= 0; };
+      if (NeedIg)
+        for (int j = 0; j < 4; ++j)
+          for (int k = 0; k < 4; ++k) {
+            if (!inside(j, k)) continue;
+            float* at = ig + int64_t(row[j] + col[k]) * ig_pix;
+            const float w = cx[k] * cy[j];
+            for (int c = 0; c < C; ++c) at[c * ig_chan] = fmadd<1>(g[c], w, at[c * ig_chan]);
+          }
+      if (!NeedGx) continue;
+      float v[4][4][Cb];  // [row][column][lane]
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) lanes(inside(j, k), int64_t(row[j]) + col[k], v[j][k]);
+      bool finite = true;
+      for (int c = 0; c < Cb; ++c) finite &= std::isfinite(g[c]);
+      float dx[Cb], dy[Cb];
+      for (int c = 0; c < Cb; ++c) {
+        dx[c] = 0.0f, dy[c] = 0.0f;
+        if (!special || finite) {
+          for (int j = 0; j < 4; ++j) {
+            float ax = 0.0f, ay = 0.0f;
+            for (int k = 0; k < 4; ++k) {
+              ax = fmadd<1>(v[j][k][c], ncxg[k], ax);
+              ay = fmadd<1>(v[j][k][c], cx[k], ay);
+            }
+            dx[c] = fmadd<1>(ax, cy[j], dx[c]);
+            dy[c] = fmadd<1>(ay, ncyg[j], dy[c]);
+          }
+          dx[c] *= g[c];
+          dy[c] *= g[c];
+        } else {
+          for (int j = 0; j < 4; ++j)
+            for (int k = 0; k < 4; ++k) {
+              const float vg = v[j][k][c] * g[c];
+              dx[c] += vg * ncxg[k] * cy[j];
+              dy[c] += vg * ncyg[j] * cx[k];
+            }
         }
       }
-      float dx[4] = {}, dy[4] = {};
-      for (int c = 0; c < C; ++c) {
-        dx[c] = fmadd<1>(v[3][c] - v[2][c], n, (v[1][c] - v[0][c]) * s) * g[c];
-        dy[c] = fmadd<1>(v[3][c] - v[1][c], w, (v[2][c] - v[0][c]) * e) * g[c];
-      }
-      if constexpr (C == 1) {
-        part[2 * q] = dx[0];
-        part[2 * q + 1] = dy[0];
-      } else {  // pair_sum<4>: (lane 0 + lane 2) + (lane 1 + lane 3)
-        part[2 * q] = (dx[0] + dx[2]) + (dx[1] + dx[3]);
-        part[2 * q + 1] = (dy[0] + dy[2]) + (dy[1] + dy[3]);
-      }
+      lane_pair_sum<Cb>(dx, dy, part + 2 * q);
     }
+  } else {
+    const auto run = [&](auto prefetch) {
+      for (int64_t q = 0; q < len; ++q) {
+        if (prefetch && q + kPrefetch < len) {
+          const int32_t a0 = r.corner[0][q + kPrefetch], a2 = r.corner[2][q + kPrefetch];
+          for (int c = 0; c < C; ++c) {
+            if (NeedIg && a0 != sink) __builtin_prefetch(ig + a0 * ig_pix + c * ig_chan, 1);
+            if (NeedIg && a2 != sink) __builtin_prefetch(ig + a2 * ig_pix + c * ig_chan, 1);
+            if (NeedGx && a0 != sink) __builtin_prefetch(in + a0 * in_pix + c * in_chan);
+            if (NeedGx && a2 != sink) __builtin_prefetch(in + a2 * in_pix + c * in_chan);
+          }
+        }
+        const int32_t k[4] = {r.corner[0][q], r.corner[1][q], r.corner[2][q], r.corner[3][q]};
+        const float w = r.frac[0][q], e = r.frac[1][q], n = r.frac[2][q], s = r.frac[3][q];
+        float g[Cb];
+        for (int c = 0; c < Cb; ++c) g[c] = gt[q * Cb + c];
+        if (NeedIg) {
+          const float wt[4] = {s * e, s * w, n * e, n * w};
+          for (int j = 0; j < 4; ++j) {
+            float* at;
+            int64_t step;
+            target(k[j], at, step);
+            for (int c = 0; c < C; ++c) at[c * step] = fmadd<1>(g[c], wt[j], at[c * step]);
+          }
+        }
+        if (NeedGx) {
+          float v[4][Cb];  // [corner][lane]
+          for (int j = 0; j < 4; ++j) lanes(k[j] != sink, k[j], v[j]);
+          float dx[Cb], dy[Cb];
+          for (int c = 0; c < Cb; ++c) {
+            dx[c] = fmadd<1>(v[3][c] - v[2][c], n, (v[1][c] - v[0][c]) * s) * g[c];
+            dy[c] = fmadd<1>(v[3][c] - v[1][c], w, (v[2][c] - v[0][c]) * e) * g[c];
+          }
+          lane_pair_sum<Cb>(dx, dy, part + 2 * q);
+        }
+      }
+    };
+    if (t.prefetch) run(std::true_type{});
+    else run(std::false_type{});
   }
-  };
-  if (t.prefetch) run(std::true_type{});
-  else run(std::false_type{});
 }
 
 template <class T, int C>
 DirectFn pick_direct_fn(int64_t interp, bool need_ig, bool need_gx) {
   if (interp == kNearest) return tile_direct<T, C, kNearest, true, false>;
+  if (interp == kBicubic) {
+    if (need_ig && need_gx) return tile_direct<T, C, kBicubic, true, true>;
+    if (need_ig) return tile_direct<T, C, kBicubic, true, false>;
+    return tile_direct<T, C, kBicubic, false, true>;
+  }
   if (need_ig && need_gx) return tile_direct<T, C, kBilinear, true, true>;
   if (need_ig) return tile_direct<T, C, kBilinear, true, false>;
   return tile_direct<T, C, kBilinear, false, true>;
@@ -1799,6 +1868,7 @@ struct Plan {
   bool direct = false;  // one block of up to 4 channels on its planes themselves (run_direct)
   bool direct_in_place = false;  // direct, and inputGrad is fp32 on a flat plane: summed in place
   bool direct_prefetch = false;  // direct, on a sample's planes bigger than kCompactCachedBytes
+  bool direct_copy_input = false;  // direct, and the input plane is not flat: read from flat copies
   int64_t total = 0;
 };
 
@@ -1890,25 +1960,30 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     const int64_t plane_bytes = 2 * g.HW * std::min<int64_t>(g.C, p.cb) * int64_t(dtype_size(a.input.dtype));
     const int64_t ratio = plane_bytes <= kCompactCachedBytes ? kCompactCachedRatio : kCompactRatio;
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
+    // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
+    // (Runner::run_tap_grid, run_bicubic_pixels).
+    p.few_bicubic = p.interp == kBicubic && 16 * g.P * kCompactRatio <= g.HW;
     // Up to 4 channels (one block, so tile records and gridGrad per tile) whose taps reach at
     // most a 6th of the pixels run on their planes directly (run_direct): no per-pixel pass but
     // inputGrad's zero-fill, where the full buffers make four and the compact path two. fp32
     // sums into inputGrad in place; 16-bit sums into fp32 planes written back, which costs
     // 8 C - 4 bytes a pixel more than the compact path's map and zero-fill (kDirectSlotRatio).
-    const bool in_flat = !p.need_gx || make_plane(g.H, g.W, a.input.strides[2], a.input.strides[3]).flat;
+    const int64_t taps = p.interp == kBicubic ? 16 : p.taps;
     p.direct_in_place = a.input.dtype == DType::Float32 && p.need_ig &&
                         make_plane(g.H, g.W, a.inputGrad.strides[2], a.inputGrad.strides[3]).flat;
-    p.direct = p.interp != kBicubic && g.C <= 4 && in_flat && p.taps * g.P * kDirectRatio <= g.HW &&
-               (!p.compact || !p.need_ig || p.direct_in_place ||
-                p.taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
-    if (p.direct) p.compact = false;
+    p.direct = g.C <= 4 && taps * g.P * kDirectRatio <= g.HW &&
+               (!(p.compact || p.few_bicubic) || !p.need_ig || p.direct_in_place ||
+                taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
+    if (p.direct) p.compact = p.few_bicubic = false;
+    // An input plane that is not flat is copied, as it is stored, to flat planes in the slot:
+    // the same code then runs whatever the strides, so a call's bits do not depend on its
+    // operands' layout (NaN signs included: where several NaNs meet, which one an instruction
+    // passes on depends on the instruction's form, which differs between compiled paths).
+    p.direct_copy_input = p.need_gx && !make_plane(g.H, g.W, a.input.strides[2], a.input.strides[3]).flat;
     p.direct_prefetch = g.C * g.HW * (4 + int64_t(dtype_size(a.input.dtype))) > kCompactCachedBytes;
     p.buffer_bytes = in_bytes + (p.need_ig ? buf_bytes : 0);
     if (p.compact) p.buffer_bytes = std::max(p.buffer_bytes, compact_bytes);
-    // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
-    // (Runner::run_tap_grid, run_bicubic_pixels), which may need more.
-    p.few_bicubic = p.interp == kBicubic && 16 * g.P * kCompactRatio <= g.HW;
-    if (p.few_bicubic) {
+    if (p.few_bicubic) {  // pixel slots may need more
       const int64_t slots = 16 * g.P + 1;
       const int64_t pixels_bytes = round_up(4 * (g.HW + 1), kAlign) + round_up(4 * slots, kAlign) +
                                    (p.need_gx + p.need_ig) * round_up(slots * p.cb * 4, kAlign);
@@ -2455,10 +2530,19 @@ class Runner {
       DirectArgs d{};
       d.sink = int32_t(HW);
       d.prefetch = p_.direct_prefetch;
-      if (p_.need_gx) {
-        d.in = tensor_ptr<T>(a_.input) + n * a_.input.strides[0];
-        d.in_chan = a_.input.strides[1];
-        d.in_pix = in_plane_.scol;
+      const T* input = tensor_ptr<T>(a_.input) + n * a_.input.strides[0];
+      float* mem = slot;
+      if (p_.need_gx && p_.direct_copy_input) {  // cvalid flat planes, in the input buffer's room
+        T* copy = reinterpret_cast<T*>(mem);
+        for (int c = 0; c < cvalid; ++c) {
+          const T* src = input + c * a_.input.strides[1];
+          T* dst = copy + c * HW;
+          for_each_offset(in_plane_, 0, HW, [&](int64_t q, int64_t off) { dst[q] = src[off]; });
+        }
+        d.in = copy, d.in_chan = HW, d.in_pix = 1;
+        mem += buf_stride();
+      } else if (p_.need_gx) {
+        d.in = input, d.in_chan = a_.input.strides[1], d.in_pix = in_plane_.scol;
       }
       const bool in_place = std::is_same<T, float>::value && p_.direct_in_place;
       if (p_.need_ig) {
@@ -2467,11 +2551,11 @@ class Runner {
           d.ig = static_cast<float*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0];
           d.ig_chan = a_.inputGrad.strides[1];
           d.ig_pix = ig_plane_.scol;
-        } else {  // cvalid planes of H * W floats: within the slot's inputGrad buffer
-          d.ig = slot;
+        } else {  // cvalid planes of H * W floats, in the inputGrad buffer's room
+          d.ig = mem;
           d.ig_chan = HW;
           d.ig_pix = 1;
-          std::memset(slot, 0, size_t(cvalid * HW) * sizeof(float));
+          std::memset(mem, 0, size_t(cvalid * HW) * sizeof(float));
         }
       }
       run_positions(n0, nl, 0, 0, g_.P, nullptr, nullptr, slot + p_.buffer_bytes / 4, nullptr, -1, nullptr, &d);
