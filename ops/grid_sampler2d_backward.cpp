@@ -1700,6 +1700,17 @@ void tile_direct(const DirectArgs& t) {
     if (NeedGx)
       for (int64_t i = 0; i < len * Cb; ++i) special |= !std::isfinite(gt[i]);
     for (int64_t q = 0; q < len; ++q) {
+      if (t.prefetch && q + kPrefetch < len) {  // the 4 tap rows' lines of each channel
+        const int64_t ahead = q + kPrefetch, col = std::max(r.tap_col[1][ahead], 0);
+        for (int j = 0; j < 4; ++j) {
+          const int32_t row = r.tap_row[j][ahead];
+          if (row < 0) continue;
+          for (int c = 0; c < C; ++c) {
+            if (NeedIg) __builtin_prefetch(ig + (row + col) * ig_pix + c * ig_chan, 1);
+            if (NeedGx) __builtin_prefetch(in + (row + col) * in_pix + c * in_chan);
+          }
+        }
+      }
       float cx[4], cy[4], ncxg[4], ncyg[4], g[Cb];
       int32_t col[4], row[4];
       for (int k = 0; k < 4; ++k) {
