@@ -101,8 +101,7 @@ void for_each_stretch(const FlatIndex& f, int64_t numel, Copy&& copy) {
 // other than 1 and the one before it (b) at stride 1: transposed planes, channels-last
 // tensors. Element by element, each element of such a copy was a load from another line
 // (GroupNorm on transposed planes with a contiguous gradInput: 0.58 ms of copies, 4.6x the
-// kernel). Here each task transposes a strip of kStrip b-indices (a line of each a-row) by a
-// span of up to kSpan a-indices, in vector blocks.
+// kernel). Whole copies run as spread_pair (below) with b as its unit-stride dim.
 constexpr int64_t kMinTransposed = 8;  // narrower dims are not worth the blocks
 
 inline bool is_transposed_pair(const FlatIndex& f) {
@@ -121,30 +120,7 @@ inline int64_t outer_offset(const FlatIndex& f, int64_t o) {
   return off;
 }
 
-template <class E>
-void transposed_pair(const FlatIndex& f, E* base, int64_t numel, E* dense, bool to_dense) {
-  const int m = f.m;
-  const int64_t na = f.shape[m - 1], nb = f.shape[m - 2], sa = f.stride[m - 1];
-  constexpr int64_t kStrip = 64 / sizeof(E);
-  // A long a is cut into spans of kSpan, so that a pair with few b-indices (a transposed
-  // [8, 1M]) still splits over the threads: as one task per strip it ran on one thread.
-  constexpr int64_t kSpan = kPiece / kStrip;
-  const int64_t strips = (nb + kStrip - 1) / kStrip, spans = (na + kSpan - 1) / kSpan;
-  const int64_t plane = na * nb, outer = numel / plane;
-  parallel_for(outer * strips * spans, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t o = task / (strips * spans), rest_task = task % (strips * spans);
-      const int64_t b0 = (rest_task / spans) * kStrip, len = std::min(kStrip, nb - b0);
-      const int64_t a0 = (rest_task % spans) * kSpan, alen = std::min(kSpan, na - a0);
-      E* const strided = base + outer_offset(f, o) + b0 + a0 * sa;
-      E* const d = dense + o * plane + b0 * na + a0;
-      if (to_dense) transpose_run(d, na, strided, sa, alen, len);
-      else transpose_run(strided, sa, d, na, len, alen);
-    }
-  });
-}
-
-// transposed_pair for the flat indices [first, first + count), whole a-rows, on the calling
+// A transposed pair's flat indices [first, first + count), whole a-rows, on the calling
 // thread: dense[i - first] is element i.
 template <class E>
 void transposed_pair_range(const FlatIndex& f, E* base, int64_t first, int64_t count, E* dense, bool to_dense) {
@@ -196,6 +172,11 @@ inline void spread_outer_offsets(const FlatIndex& f, int k, int64_t o, int64_t* 
   *dense = d;
 }
 
+// The copy of t whose unit-stride dim k is not the innermost (a): k = m - 2 (a transposed
+// pair) or further out (spread_pair_dim). Each task transposes a strip of kStrip k-indices (a
+// line of each a-row) by a span of up to kSpan a-indices, in vector blocks; a long a is cut
+// into spans so that a pair with few k-indices (a transposed [8, 1M]) still splits over the
+// threads (as one task per strip it ran on one thread).
 template <class E>
 void spread_pair(const FlatIndex& f, int k, E* base, int64_t numel, E* dense, bool to_dense) {
   const int m = f.m;
@@ -249,7 +230,7 @@ template <class E>
 void gather(const TensorView& t, void* dst) {
   E* out = static_cast<E*>(dst);
   const FlatIndex f(t);
-  if (is_transposed_pair(f)) return transposed_pair(f, t.ptr<E>(), t.numel(), out, true);
+  if (is_transposed_pair(f)) return spread_pair(f, f.m - 2, t.ptr<E>(), t.numel(), out, true);
   if (const int k = spread_pair_dim(f); k >= 0) return spread_pair(f, k, t.ptr<E>(), t.numel(), out, true);
   const E* src = t.ptr<const E>();
   const int64_t step = f.stride[f.m - 1];
@@ -262,7 +243,7 @@ void scatter(const void* src, const TensorView& t) {
   const E* in = static_cast<const E*>(src);
   E* dst = t.ptr<E>();
   const FlatIndex f(t);
-  if (is_transposed_pair(f)) return transposed_pair(f, dst, t.numel(), const_cast<E*>(in), false);
+  if (is_transposed_pair(f)) return spread_pair(f, f.m - 2, dst, t.numel(), const_cast<E*>(in), false);
   if (const int k = spread_pair_dim(f); k >= 0) return spread_pair(f, k, dst, t.numel(), const_cast<E*>(in), false);
   const int64_t step = f.stride[f.m - 1];
   for_each_stretch(f, t.numel(),
