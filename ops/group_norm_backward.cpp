@@ -1243,8 +1243,8 @@ Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
     const uint64_t operand_bytes = (uint64_t(group_elems) * given.gradOut.itemsize() + 63) / 64 * 64;
     // Operands whose whole copies transpose a unit-stride dim beyond the group (Fortran order:
     // the samples innermost) would stage element by element: they are copied whole.
-    const bool spread = (!dy_runs && copies_spread(given.gradOut)) || (!x_runs && copies_spread(given.input)) ||
-                        (!dx_runs && copies_spread(given.gradInput));
+    const bool spread = copies_spread({dy_runs ? nullptr : &given.gradOut, x_runs ? nullptr : &given.input,
+                                       dx_runs ? nullptr : &given.gradInput});
     if (!(dy_runs && x_runs && dx_runs) && !spread && stages_groups(r.plan, operand_bytes)) {
       Staging& st = r.staging;
       st.on = true;

@@ -684,13 +684,10 @@ struct Prepared {
 // is whole planes, about 64 KiB of each operand; an operand that is a transposed pair
 // (transposed planes, channels-last) makes it whole planes of that pair where they fit, else a
 // strip of a line's worth of its rows, so its copies go in tiles reading each source line whole.
+// Fortran-order operands are copied whole (staged_unit is 0 for them).
 Staging plan_staging(const Layout& l, std::initializer_list<const TensorView*> staged, uint64_t itemsize) {
   Staging st;
   if (!l.channel_runs) return st;
-  // An operand whose whole copy transposes a unit-stride dim beyond the planes (Fortran order)
-  // would stage element by element: whole copies (dense_copy.h, copies_spread).
-  for (const TensorView* t : staged)
-    if (t != nullptr && copies_spread(*t)) return st;
   const int64_t unit = staged_unit(l.HxW, int64_t(kStageUnitMaxBytes / itemsize), staged);  // whole planes
   if (unit == 0) return st;
   const int64_t planes = l.N * l.C;

@@ -791,17 +791,14 @@ struct Prepared {
 // longer ones stay on the dense copies) or whole [size, inner] slabs of the columns path, so
 // the call gives the contiguous call's bits. A transposed pair (transposed planes, channels-
 // last) copies in tiles when a task is whole planes of it, or at least whole rows of its inner
-// dim; a task is made whole planes where they fit (dense_copy.h, staged_unit).
+// dim; a task is made whole planes where they fit (dense_copy.h, staged_unit). Fortran-order
+// operands are copied whole (staged_unit is 0 for them).
 Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
   Staging st;
   if (l.inner == 1 && (l.size < kShortRow || l.size > kRowChunk)) return st;
   st.g = !a.gradOutput.is_contiguous();
   st.y = !a.output.is_contiguous();
   st.out = !a.out.is_contiguous();
-  // An operand whose whole copy transposes a unit-stride dim beyond the rows or slabs (Fortran
-  // order) would stage element by element: whole copies (dense_copy.h, copies_spread).
-  if ((st.g && copies_spread(a.gradOutput)) || (st.y && copies_spread(a.output)) || (st.out && copies_spread(a.out)))
-    return Staging{};
   const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
   const int64_t unit = staged_unit(l.size * l.inner, int64_t(kStageUnitMaxBytes / widest),  // rows or slabs
                                    {st.g ? &a.gradOutput : nullptr, st.y ? &a.output : nullptr,

@@ -261,10 +261,15 @@ inline bool copies_in_vectors(const TensorView& t) {
          dense_detail::spread_pair_dim(f) >= 0;
 }
 
-// Whether t's whole copies transpose a unit-stride dim further out than its two innermost
-// (spread_pair_dim): a task's range of it holds no line-wide run, so staged copies would go
-// element by element.
-inline bool copies_spread(const TensorView& t) { return dense_detail::spread_pair_dim(FlatIndex(t)) >= 0; }
+// Whether the whole copies of one of `ts` (nulls skipped) transpose a unit-stride dim further
+// out than its two innermost (spread_pair_dim: Fortran order, the batch dim innermost): a task's
+// range of such an operand holds no line-wide run, so staged copies of it would go element by
+// element, and kernels copy it whole instead.
+inline bool copies_spread(std::initializer_list<const TensorView*> ts) {
+  for (const TensorView* t : ts)
+    if (t != nullptr && dense_detail::spread_pair_dim(FlatIndex(*t)) >= 0) return true;
+  return false;
+}
 
 // Staged copies: instead of whole dense copies, a kernel copies its strided operands a task at a
 // time into a slot per thread (GroupNorm's groups, Softmax's rows and slabs, PReLU's planes),
@@ -279,9 +284,9 @@ constexpr uint64_t kStageSlotBudget = 16 << 20;     // bytes all slots may take 
 // grown so that each staged operand that is a transposed pair (transposed planes, channels-last)
 // is copied in whole rows of its inner dim and, where they fit, whole planes of the pair, else
 // strips of a line's worth of rows (each source line then read whole, as the tiles want).
-// 0 when that is over unit_max elements.
+// 0 when that is over unit_max elements, or when a staged operand copies spread (copies_spread).
 inline int64_t staged_unit(int64_t unit, int64_t unit_max, std::initializer_list<const TensorView*> staged) {
-  if (unit > unit_max) return 0;
+  if (unit > unit_max || copies_spread(staged)) return 0;
   for (const TensorView* t : staged) {
     if (t == nullptr) continue;
     const FlatIndex f(*t);
