@@ -1212,6 +1212,17 @@ inline bool all_finite(const float* p) {
   return true;
 }
 
+// Whether any of the n floats at p is infinite or NaN: an integer OR over them, which vectorises.
+inline bool any_nonfinite(const float* p, int64_t n) {
+  uint32_t special = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + i, 4);
+    special |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return special != 0;
+}
+
 template <int Cb>
 inline void vload(typename Lanes<Cb>::V& v, const float* p) {
   std::memcpy(&v, p, sizeof v);
@@ -1561,13 +1572,7 @@ void tile_bicubic(const TileArgs& t) {
   // infinite gradOutput meets taps of both signs (or a zero tap) and gives NaN, not an
   // infinity. Positions with a non-finite gradOutput lane take PyTorch's order (all_finite
   // looked up only in tiles that have one: an integer OR over the tile, which vectorises).
-  uint32_t special = 0;
-  if (NeedGx)
-    for (int64_t i = 0; i < len * Cb; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, gt + i, 4);
-      special |= uint32_t((bits & 0x7f800000u) == 0x7f800000u);
-    }
+  const bool special = NeedGx && any_nonfinite(gt, len * Cb);
   for (int64_t q = 0; q < len; ++q) {
     V g;
     vload<Cb>(g, gt + q * Cb);
@@ -1604,7 +1609,7 @@ void tile_bicubic(const TileArgs& t) {
       }
     }
     if (NeedGx) {
-      if (special == 0 || all_finite<Cb>(gt + q * Cb)) {
+      if (!special || all_finite<Cb>(gt + q * Cb)) {
         dx *= g;
         dy *= g;
       } else {
@@ -1648,16 +1653,13 @@ struct DirectArgs {
 
 using DirectFn = void (*)(const DirectArgs&);
 
-// pair_sum<Cb> of lanes held as arrays: Cb 1 or 4.
+// pair_sum<Cb> of lanes held as arrays.
 template <int Cb>
 ACLNN_ALWAYS_INLINE void lane_pair_sum(const float* dx, const float* dy, float* out) {
-  if constexpr (Cb == 1) {
-    out[0] = dx[0];
-    out[1] = dy[0];
-  } else {  // (lane 0 + lane 2) + (lane 1 + lane 3)
-    out[0] = (dx[0] + dx[2]) + (dx[1] + dx[3]);
-    out[1] = (dy[0] + dy[2]) + (dy[1] + dy[3]);
-  }
+  typename Lanes<Cb>::V a, b;
+  vload<Cb>(a, dx);
+  vload<Cb>(b, dy);
+  pair_sum<Cb>(a, b, out);
 }
 
 template <class T, int C, int Interp, bool NeedIg, bool NeedGx>
@@ -1696,9 +1698,7 @@ void tile_direct(const DirectArgs& t) {
   } else if constexpr (Interp == kBicubic) {
     // As tile_bicubic: a tile with a non-finite gradOutput lane takes PyTorch's order at its
     // positions with one.
-    bool special = false;
-    if (NeedGx)
-      for (int64_t i = 0; i < len * Cb; ++i) special |= !std::isfinite(gt[i]);
+    const bool special = NeedGx && any_nonfinite(gt, len * Cb);
     for (int64_t q = 0; q < len; ++q) {
       if (t.prefetch && q + kPrefetch < len) {  // the 4 tap rows' lines of each channel
         const int64_t ahead = q + kPrefetch, col = std::max(r.tap_col[1][ahead], 0);
@@ -1731,8 +1731,7 @@ void tile_direct(const DirectArgs& t) {
       float v[4][4][Cb];  // [row][column][lane]
       for (int j = 0; j < 4; ++j)
         for (int k = 0; k < 4; ++k) lanes(inside(j, k), int64_t(row[j]) + col[k], v[j][k]);
-      bool finite = true;
-      for (int c = 0; c < Cb; ++c) finite &= std::isfinite(g[c]);
+      const bool finite = all_finite<Cb>(gt + q * Cb);
       float dx[Cb], dy[Cb];
       for (int c = 0; c < Cb; ++c) {
         dx[c] = 0.0f, dy[c] = 0.0f;
@@ -2555,7 +2554,7 @@ class Runner {
       } else if (p_.need_gx) {
         d.in = input, d.in_chan = a_.input.strides[1], d.in_pix = in_plane_.scol;
       }
-      const bool in_place = std::is_same<T, float>::value && p_.direct_in_place;
+      const bool in_place = p_.direct_in_place;  // (fp32 only)
       if (p_.need_ig) {
         if (in_place) {
           store_zero_input_grad(n, 0, 0, HW);

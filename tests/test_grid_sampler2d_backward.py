@@ -500,6 +500,17 @@ def run_filled_workspaces(threads, go, x, grid, mode, pad, align):
     return first
 
 
+def assert_strided_layouts_give(ig, gg, rng, go, x, grid, mode, pad, align):
+    """Sliced, reversed and channels-last operands and outputs give the bits ig, gg."""
+    for layout in ["sliced", "negative", "channels-last"]:
+        views = [strided_view(rng, a, layout) for a in (go, x, grid)]
+        ig_view = strided_view(rng, np.full(x.shape, 7.0, x.dtype), layout)
+        gg_view = strided_view(rng, np.full(grid.shape, 7.0, grid.dtype), layout)
+        ac.grid_sampler2d_backward(*views, mode, pad, align, out=(ig_view, gg_view))
+        assert np.ascontiguousarray(ig_view).tobytes() == ig.tobytes(), layout
+        assert np.ascontiguousarray(gg_view).tobytes() == gg.tobytes(), layout
+
+
 def _check_small_grid(rng, threads, shape, grid_kind, mode, pad, align, dtype):
     N, C, H, W, Ho, Wo = shape
     go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
@@ -552,13 +563,7 @@ def test_bicubic_tap_grids(torch, threads, grid_kind, pad, align, dtype):
         ig_only, _ = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(True, False))
         _, gg_only = ac.grid_sampler2d_backward(go, x, grid, 2, pad, align, output_mask=(False, True))
         assert ig_only.tobytes() == ig.tobytes() and gg_only.tobytes() == gg.tobytes()
-        for layout in ["sliced", "negative", "channels-last"]:  # strided planes, in and out
-            views = [strided_view(rng, a, layout) for a in (go, x, grid)]
-            ig_view = strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
-            gg_view = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
-            ac.grid_sampler2d_backward(*views, 2, pad, align, out=(ig_view, gg_view))
-            assert np.ascontiguousarray(ig_view).tobytes() == ig.tobytes(), layout
-            assert np.ascontiguousarray(gg_view).tobytes() == gg.tobytes(), layout
+        assert_strided_layouts_give(ig, gg, rng, go, x, grid, 2, pad, align)
         if grid_kind == "nan":  # torch's NaN semantics are checked elsewhere
             continue
         ref = reference(go, x, grid, 2, pad, align)
@@ -617,13 +622,7 @@ def test_direct_planes(torch, threads, grid_kind, mode, pad, align, dtype):
         if mode != 1:
             _, gg_only = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align, output_mask=(False, True))
             assert_same_results(gg_only, gg, bitwise=grid_kind != "nonfinite")
-        for layout in ["sliced", "negative", "channels-last"]:
-            views = [strided_view(rng, a, layout) for a in (go, x, grid)]
-            ig_view = strided_view(rng, np.full(x.shape, 7.0, dtype), layout)
-            gg_view = strided_view(rng, np.full(grid.shape, 7.0, dtype), layout)
-            ac.grid_sampler2d_backward(*views, mode, pad, align, out=(ig_view, gg_view))
-            assert np.ascontiguousarray(ig_view).tobytes() == ig.tobytes(), layout
-            assert np.ascontiguousarray(gg_view).tobytes() == gg.tobytes(), layout
+        assert_strided_layouts_give(ig, gg, rng, go, x, grid, mode, pad, align)
         what = f"{grid_kind} {(N, C, H, W, Ho, Wo)}"
         if grid_kind == "nonfinite":  # torch's NaNs and infinities (on its crash-free equivalent)
             safe = f64(grid)

@@ -1,8 +1,8 @@
 """Seeded random calls of every op, with shapes drawn on both sides of the kernels' path
 thresholds (register, buffered and long Softmax rows, short and column blocks; fused, batched,
 short-plane, chunked and spanned GroupNorm groups; PReLU's weight layouts; GridSampler's
-channel blocks, compact, split, row-band, tap-grid and pixel-slot schedules) and random input
-layouts (channels-last included), on every ISA variant.
+channel blocks, compact, split, row-band, tap-grid, pixel-slot and direct schedules) and random
+input layouts (channels-last included), on every ISA variant.
 Each result is checked against the float64 reference and derived error bound of the op's own
 test module, and must be bitwise the same on 1, 2 and 5 threads. The per-op tests pin each path
 with chosen shapes; this draws the combinations nobody chose.
