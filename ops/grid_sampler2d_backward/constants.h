@@ -1,0 +1,83 @@
+// GridSampler2DBackward: the modes, and the constants that size and steer the work.
+// A part of the kernel ops/grid_sampler2d_backward.cpp, compiled inside it once per ISA level
+// (hence the ISA namespace and the anonymous namespace); nothing outside the kernel includes it.
+#pragma once
+
+#include <cstdint>
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+enum Interpolation : int { kBilinear = 0, kNearest = 1, kBicubic = 2 };
+enum Padding : int { kZeros = 0, kBorder = 1, kReflection = 2 };
+
+constexpr int64_t kAlign = 64;                  // byte alignment of every workspace region
+constexpr int64_t kTile = 256;                  // positions per gradOutput tile
+constexpr int64_t kTileRecordBytes = (kTile * 4 + kAlign - 1) / kAlign * kAlign;  // one array of a tile's records
+// Workspace budgets. Python's functional API allocates the workspace on every call, and glibc
+// serves blocks up to 32 MiB from its heap (reused, already mapped) but maps bigger ones afresh
+// (every touched page faults again): typical calls should stay well below that.
+constexpr int64_t kRecordBudget = 8 << 20;      // bytes of records + partials per sample chunk
+constexpr int64_t kMaxSlots = 32;               // most threads that get a scratch slot
+constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may take together
+// Below this many (sample, channel block) pairs, each one's positions are split into parts
+// (Runner::run_split): parts give idle threads work but cost their buffers' zeroing, bounding
+// and reduction. 8 split 4-7 pairs too; 4, in-process A/B at 2 threads over two runs (bitwise
+// different but fixed by the shape, as before): N4 C3 224x224 0.82-0.88x the time in all three
+// modes, N4 C8 128x128 0.92x, N6 C3 bicubic 0.89x, N5 C1 nearest 0.90x, N5 and N7 C3 bilinear
+// 0.94-1.08x, N4 C16 64x64 and N2 C32 1.00-1.05x. In a slow spell of the machine (the "slow
+// mode" of docs/performance.md) the split runs were hit hardest: 0.44-0.53x the time unsplit.
+constexpr int64_t kTargetTasks = 4;
+constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
+constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
+// Phase 2 work worth a second thread: about 20 us on one thread, in units of task_cost().
+constexpr int64_t kTaskGrainWork = 1 << 16;
+constexpr int64_t kTileRecordBlocks = 8;       // most channel blocks computing bilinear records per tile
+constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
+constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up to this size are not prefetched
+// Positions reaching this many times fewer pixels than the input has (taps * P + 1 <= H * W /
+// kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
+// (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:
+// at a ratio of 12.6-34 0.24-0.89x the time (N8 C64 56x56 -> 7x7 bilinear, at 15.9: 0.24-0.28x),
+// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x. Bicubic grids under the same ratio (16 taps) run on
+// the rows and columns their taps reach (Runner::run_tap_grid) or on their pixels alone
+// (Runner::run_bicubic_pixels).
+constexpr int64_t kCompactRatio = 12;
+// ... and from a ratio of 6 when a block's input and inputGrad planes take at most 512 KiB (half
+// this machine's L2): the compact path's gathers from the input planes and scatters into the
+// inputGrad planes then hit the cache. Processes alternated, 2 threads, fp32, against 12: N1 C9
+// 165x31 -> 154x1 bilinear (ratio 8.3) 28-35 -> 13.4 us (torch 20), N2 C9 35x82 -> 2x40 (8.9)
+// 25-26 -> 14 us (torch 19-20); at a ratio of 4 N4 C8 64x64 -> 30x30 nearest took 1.1x the time.
+// Bigger planes keep 12: N10 C16 149x272 -> 2x703 (7.2, 2.6 MB of planes a block) 1.6-1.8 ->
+// 2.9-3.2 ms at 6.
+constexpr int64_t kCompactCachedRatio = 6;
+constexpr int64_t kCompactCachedBytes = 512 << 10;
+// Grids of at most 1/kWindowRatio as many positions as the input has pixels: one-task-per-block
+// calls (Runner::run_fused) load, zero and write back only the input rows they can reach.
+constexpr int64_t kWindowRatio = 8;
+// Up to 4 channels (one block) whose taps reach at most 1/kDirectRatio of the input's pixels
+// (taps * P * kDirectRatio <= H * W, bilinear and nearest) run on their planes directly
+// (Runner::run_direct) instead of the compact, windowed or full-buffer paths. In-process A/B,
+// 2 threads, fp32, random grids: at a ratio of 6, 128x128 planes 0.40-0.64x the time (N8 C1-C4
+// -> 26x26 bilinear; nearest C3-C4 -> 52x52 0.60-0.71x), 512x512 planes with prefetches
+// (Plan::direct_prefetch) 0.74-0.93x, C4 1.0x; at 8.5 0.27-0.68x; N10 C2 149x272 -> 2x703
+// (7.2) 220 -> 113 us (torch 135); at 4 0.65-1.22x (C4 1.22x), at 2 0.89-1.69x.
+constexpr int64_t kDirectRatio = 6;
+// With 16-bit inputGrad, the direct path's fp32 planes cost 8 C - 4 bytes a pixel more than the
+// compact path: the compact path is kept where it applies and taps * P * kDirectSlotRatio <
+// (2 C - 1) * H * W (bf16, in-process A/B, 2 threads: N8 C3 128x128 -> 8x8 1.22x the time
+// direct, 11x11 0.86x; N2 C3 256x256 -> 16x16 1.32x, 32x32 0.76x; C1 -> 8x8 0.78x).
+constexpr int64_t kDirectSlotRatio = 256;
+constexpr double kCubicA = -0.75;
+// A bicubic tile's record arrays: 24 fields (lay_out_records), then 16 of pixel slots that only
+// run_bicubic_pixels fills.
+constexpr int kBicubicRecordFields = 24;
+constexpr int kBicubicTileArrays = kBicubicRecordFields + 16;
+
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
+
+}  // namespace
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu

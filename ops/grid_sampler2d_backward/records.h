@@ -1,0 +1,361 @@
+// GridSampler2DBackward: per-position records (coordinates, weights, corners), computed in double.
+// A part of the kernel ops/grid_sampler2d_backward.cpp, compiled inside it once per ISA level
+// (hence the ISA namespace and the anonymous namespace); nothing outside the kernel includes it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "aclnn_cpu/simd.h"
+#include "constants.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Coordinates, in double, 8 positions at a time (GCC vector extensions: 4 SSE2, 2 AVX2 or 1
+// AVX-512 register per vector). These mirror PyTorch's vectorised ComputeLocation: the same
+// formulas in the same order, so floor() and the clip/reflect branches land where PyTorch's
+// float64 kernel puts them.
+
+constexpr int kLanes = 8;
+// The vector helpers return vectors wider than the baseline's registers (and take them by
+// reference); forcing them inline (ACLNN_ALWAYS_INLINE) keeps such values out of any calling
+// convention, so GCC's -Wpsabi warning about those returns is moot here.
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double D8 __attribute__((vector_size(64)));
+typedef int64_t M8 __attribute__((vector_size(64)));  // lane masks of D8 comparisons
+typedef int32_t I8 __attribute__((vector_size(32)));
+typedef float F8 __attribute__((vector_size(32)));
+
+ACLNN_ALWAYS_INLINE D8 splat(double x) { return D8{} + x; }
+ACLNN_ALWAYS_INLINE D8 vabs(const D8& v) { return (D8)((M8)v & INT64_MAX); }
+ACLNN_ALWAYS_INLINE D8 vsel(const M8& m, const D8& a, const D8& b) { return m ? a : b; }
+ACLNN_ALWAYS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __builtin_convertvector(m, I8) ? a : b; }
+
+// x rounded to an integer, to nearest even (vround_even) or down (vfloor); the sign of zero,
+// inf and NaN kept. AVX2 and AVX-512 have an instruction for it (vroundpd, vrndscalepd: one
+// instead of seven); the baseline (SSE2) adds and removes 2^52, which drops the fraction of
+// |x| < 2^52 (larger magnitudes are integral already). With load_grid's vector widening, one
+// thread, processes alternated: N4 C1 128x128 nearest 0.91x the time, N4 C3 224x224 nearest
+// and bilinear 0.93-0.94x, N4 C1 bicubic 0.97x (2 threads 0.93-1.03x); bitwise the same
+// outputs on every level (warps, random, exact half-pixel, NaN/inf/huge grids).
+#if ACLNN_ISA_LEVEL >= 1
+template <int Mode>  // _MM_FROUND_TO_NEAREST_INT or _MM_FROUND_TO_NEG_INF
+ACLNN_ALWAYS_INLINE D8 vround(const D8& x) {
+#if ACLNN_ISA_LEVEL == 2
+  return (D8)_mm512_roundscale_pd((__m512d)x, Mode | _MM_FROUND_NO_EXC);
+#else
+  __m256d half[2];
+  std::memcpy(half, &x, sizeof x);
+  for (__m256d& h : half) h = _mm256_round_pd(h, Mode | _MM_FROUND_NO_EXC);
+  D8 r;
+  std::memcpy(&r, half, sizeof r);
+  return r;
+#endif
+}
+#endif
+ACLNN_ALWAYS_INLINE D8 vround_even(const D8& x) {
+#if ACLNN_ISA_LEVEL >= 1
+  return vround<_MM_FROUND_TO_NEAREST_INT>(x);
+#else
+  const D8 big = splat(4503599627370496.0);
+  const D8 m = vabs(x);
+  const D8 r = (D8)(((M8)((m + big) - big)) | ((M8)x & INT64_MIN));  // keeps the sign of zero
+  return vsel(m < big, r, x);
+#endif
+}
+ACLNN_ALWAYS_INLINE D8 vfloor(const D8& x) {
+#if ACLNN_ISA_LEVEL >= 1
+  return vround<_MM_FROUND_TO_NEG_INF>(x);
+#else
+  const D8 r = vround_even(x);
+  return vsel(r > x, r - 1.0, r);
+#endif
+}
+ACLNN_ALWAYS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8); }
+// Lanes must hold integers in int32 range (callers select a safe value first).
+ACLNN_ALWAYS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
+
+#if ACLNN_ISA_LEVEL == 2
+// Index arithmetic with lane masks in mask registers: written with vector extensions, GCC
+// widened each comparison mask to a vector and narrowed it back for every select. The records
+// then took 0.89-0.97x the time to compute per call for one-channel nearest, 0.95-0.98x for
+// one- and three-channel bilinear and bicubic (one thread, in-process A/B), bitwise the same.
+// Lanes of v in [lo, hi); NaN is outside.
+ACLNN_ALWAYS_INLINE __mmask8 in_range(const D8& v, double lo, double hi) {
+  return _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(lo), _CMP_GE_OQ) &
+         _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(hi), _CMP_LT_OQ);
+}
+// v as int32, exact for the lanes a mask keeps (the others hold the conversion's defined
+// out-of-range value and are replaced).
+ACLNN_ALWAYS_INLINE __m256i to_i32(const D8& v) { return _mm512_cvttpd_epi32((__m512d)v); }
+ACLNN_ALWAYS_INLINE __m256i times(__m256i v, int32_t k) { return _mm256_mullo_epi32(v, _mm256_set1_epi32(k)); }
+ACLNN_ALWAYS_INLINE I8 keep(__mmask8 k, __m256i v, const I8& otherwise) {
+  return (I8)_mm256_mask_blend_epi32(k, (__m256i)otherwise, v);
+}
+#endif
+
+ACLNN_ALWAYS_INLINE D8 load8(const double* p) {
+  D8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class V, class E>
+ACLNN_ALWAYS_INLINE void store_n(E* dst, const V& v, int count) {
+  if (count == kLanes) {
+    std::memcpy(dst, &v, sizeof v);
+  } else {
+    E tmp[kLanes];
+    std::memcpy(tmp, &v, sizeof v);
+    std::memcpy(dst, tmp, size_t(count) * sizeof(E));
+  }
+}
+
+struct Axis {
+  int64_t size = 1;
+  double scale = 0;       // d(pixel coordinate) / d(grid value)
+  double max_val = 0;     // size - 1
+  double low = 0;         // reflection interval start (0 or -0.5)
+  double twice_span = 0;  // reflection period
+  bool empty = false;     // align_corners reflection of a size-1 axis: everything maps to 0
+};
+
+Axis make_axis(int64_t size, bool align) {
+  Axis a;
+  a.size = size;
+  a.max_val = double(size - 1);
+  if (align) {
+    a.scale = double(size - 1) / 2;
+    a.low = 0;
+    a.twice_span = double(size - 1) * 2;
+    a.empty = size <= 1;
+  } else {
+    a.scale = double(size) / 2;
+    a.low = -0.5;
+    a.twice_span = double(size) * 2;
+    a.empty = size <= 0;
+  }
+  return a;
+}
+
+template <bool Align>
+ACLNN_ALWAYS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
+  return Align ? (g + 1.0) * a.scale : (g + 1.0) * a.scale - 0.5;
+}
+
+// Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
+ACLNN_ALWAYS_INLINE D8 clip(const D8& x, const Axis& a) {
+  return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{});
+}
+
+// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
+// given, receives whether the result moves against x (the gradient multiplier is then -1).
+template <bool Align>
+ACLNN_ALWAYS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
+  if (Align && a.empty) {
+    if (against) *against = M8{};
+    return D8{};
+  }
+  const D8 shifted = Align ? x : x - a.low;
+  const D8 in = vabs(shifted);
+  const D8 extra = in - vfloor(in / a.twice_span) * a.twice_span;  // in >= 0: floor == trunc
+  const D8 other = a.twice_span - extra;
+  const M8 flip = extra > other;
+  if (against) *against = flip ^ (shifted < 0.0);
+  // extra NaN: the comparison fails and `other` (NaN too) is taken, as minimum() would.
+  const D8 r = vsel(extra < other, extra, other);
+  return Align ? r : r + a.low;
+}
+
+// Source coordinate as PyTorch's forward pass (and the nearest/bicubic backward) computes it.
+template <int Pad, bool Align>
+ACLNN_ALWAYS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
+  if (Pad == kBorder) return clip(x, a);
+  if (Pad == kReflection) return clip(reflect<Align>(x, a), a);
+  return x;
+}
+
+// Bilinear source coordinate and its gradient multiplier d(coordinate)/d(grid value).
+template <int Pad, bool Align>
+ACLNN_ALWAYS_INLINE D8 bilinear_coordinate(const D8& g, const Axis& a, D8* mult) {
+  D8 x = unnormalize<Align>(g, a);
+  if (Pad == kZeros) {
+    *mult = splat(a.scale);
+    return x;
+  }
+  D8 m = splat(a.scale);
+  if (Pad == kReflection) {
+    if (Align && a.empty) {
+      x = D8{};
+      m = D8{};
+    } else {
+      M8 against;
+      x = reflect<Align>(x, a, &against);
+      m = vsel(against, splat(-a.scale), m);
+    }
+  }
+  // Borders count as outside for the gradient; NaN (see the header) becomes 0 with no gradient.
+  *mult = vsel((x > 0.0) & (x < a.max_val), m, D8{});
+  return clip(x, a);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-position records (structure of arrays over the positions of a chunk of samples).
+
+struct Records {
+  // bilinear: corner pixel (row of the channel-last buffers) nw, ne, sw, se; nearest: [0] only
+  int32_t* corner[4] = {};
+  float* frac[4] = {};  // bilinear: w (x - floor x), e (1 - w), n (y - floor y), s (1 - n)
+  float* mult[2] = {};  // bilinear: gradient multipliers x, y
+  // bicubic: tap columns (x index or -1) and tap row starts (y * W or -1)
+  int32_t* tap_col[4] = {};
+  int32_t* tap_row[4] = {};
+  float* cx[4] = {};    // cubic weights along x / y
+  float* cy[4] = {};
+  float* ncxg[4] = {};  // minus the derivative of the cubic weights along x / y
+  float* ncyg[4] = {};
+};
+
+// Cubic convolution weights of the 4 taps at distance t in [0, 1) (A = -0.75) and their
+// derivatives, as PyTorch's get_cubic_coefficients(_grad) write them.
+ACLNN_ALWAYS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
+  const double A = kCubicA;
+  D8 x = t + 1.0;
+  w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  x = t;
+  w[1] = ((A + 2) * x - (A + 3)) * x * x + 1.0;
+  x = 1.0 - t;
+  w[2] = ((A + 2) * x - (A + 3)) * x * x + 1.0;
+  x = 2.0 - t;
+  w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+}
+
+ACLNN_ALWAYS_INLINE void cubic_weight_slopes(const D8& t, D8 g[4]) {
+  const double A = kCubicA;
+  D8 x = -1.0 - t;
+  g[0] = (-3 * A * x - 10 * A) * x - 8 * A;
+  x = -t;
+  g[1] = (-3 * (A + 2) * x - 2 * (A + 3)) * x;
+  x = 1.0 - t;
+  g[2] = (3 * (A + 2) * x - 2 * (A + 3)) * x;
+  x = 2.0 - t;
+  g[3] = (3 * A * x - 10 * A) * x + 8 * A;
+}
+
+struct Geometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0, P = 0, HW = 0;
+  Axis ax, ay;
+};
+
+// Fills the records of positions [i0, i0 + len) of the chunk; gxv/gyv hold their grid values,
+// padded with zeros to a multiple of kLanes.
+template <int Interp, int Pad, bool Align>
+void compute_records(const Geometry& g, const double* gxv, const double* gyv, int64_t i0, int64_t len,
+                     const Records& r) {
+  const int32_t W = int32_t(g.W);
+  const I8 sink = I8{} + int32_t(g.HW);
+  const double Wd = double(g.W), Hd = double(g.H);
+  for (int64_t q = 0; q < len; q += kLanes) {
+    const int cnt = int(std::min<int64_t>(kLanes, len - q));
+    const int64_t i = i0 + q;
+    const D8 gx = load8(gxv + q), gy = load8(gyv + q);
+    if (Interp == kBilinear) {
+      D8 mx, my;
+      const D8 x = bilinear_coordinate<Pad, Align>(gx, g.ax, &mx);
+      const D8 y = bilinear_coordinate<Pad, Align>(gy, g.ay, &my);
+      const D8 x0 = vfloor(x), y0 = vfloor(y);
+      const D8 w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
+      // Corner validity, decided in floating point (NaN and huge values are simply outside).
+#if ACLNN_ISA_LEVEL == 2
+      // A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H): its base converts
+      // exactly. The others take the sink.
+      const __mmask8 kw = in_range(x0, 0.0, Wd), ke = in_range(x0, -1.0, Wd - 1);
+      const __mmask8 kn = in_range(y0, 0.0, Hd), ks = in_range(y0, -1.0, Hd - 1);
+      const __m256i base = _mm256_add_epi32(times(to_i32(y0), W), to_i32(x0));
+      const auto corner = [&](__mmask8 k, int32_t offset) {
+        return keep(k, _mm256_add_epi32(base, _mm256_set1_epi32(offset)), sink);
+      };
+      store_n(r.corner[0] + i, corner(kw & kn, 0), cnt);
+      store_n(r.corner[1] + i, corner(ke & kn, 1), cnt);
+      store_n(r.corner[2] + i, corner(kw & ks, W), cnt);
+      store_n(r.corner[3] + i, corner(ke & ks, W + 1), cnt);
+#else
+      const M8 vw = (x0 >= 0.0) & (x0 < Wd), ve = (x0 >= -1.0) & (x0 < Wd - 1);
+      const M8 vn = (y0 >= 0.0) & (y0 < Hd), vs = (y0 >= -1.0) & (y0 < Hd - 1);
+      const I8 ix = to_i8(vsel(vw | ve, x0, D8{})), iy = to_i8(vsel(vn | vs, y0, D8{}));
+      const I8 base = iy * W + ix;
+      store_n(r.corner[0] + i, vsel(vw & vn, base, sink), cnt);
+      store_n(r.corner[1] + i, vsel(ve & vn, base + 1, sink), cnt);
+      store_n(r.corner[2] + i, vsel(vw & vs, base + W, sink), cnt);
+      store_n(r.corner[3] + i, vsel(ve & vs, base + (W + 1), sink), cnt);
+#endif
+      store_n(r.frac[0] + i, to_f8(w), cnt);
+      store_n(r.frac[1] + i, to_f8(e), cnt);
+      store_n(r.frac[2] + i, to_f8(n), cnt);
+      store_n(r.frac[3] + i, to_f8(s), cnt);
+      store_n(r.mult[0] + i, to_f8(mx), cnt);
+      store_n(r.mult[1] + i, to_f8(my), cnt);
+    } else if (Interp == kNearest) {
+      const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
+      const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
+#if ACLNN_ISA_LEVEL == 2
+      const __mmask8 inside = in_range(x, 0.0, Wd) & in_range(y, 0.0, Hd);
+      store_n(r.corner[0] + i, keep(inside, _mm256_add_epi32(times(to_i32(y), W), to_i32(x)), sink), cnt);
+#else
+      const M8 valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
+      const I8 ix = to_i8(vsel(valid, x, D8{})), iy = to_i8(vsel(valid, y, D8{}));
+      store_n(r.corner[0] + i, vsel(valid, iy * W + ix, sink), cnt);
+#endif
+    } else {
+      const D8 x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
+      const D8 x0 = vfloor(x), y0 = vfloor(y);
+      D8 wx[4], wy[4], sx[4], sy[4];
+      cubic_weights(x - x0, wx);
+      cubic_weights(y - y0, wy);
+      cubic_weight_slopes(x - x0, sx);
+      cubic_weight_slopes(y - y0, sy);
+      for (int k = 0; k < 4; ++k) {
+        const D8 xx = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
+        const D8 yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
+        // Mapped taps are integral; zeros padding checks the range (the others are inside).
+#if ACLNN_ISA_LEVEL == 2
+        store_n(r.tap_col[k] + i, keep(in_range(xx, 0.0, Wd), to_i32(xx), I8{} - 1), cnt);
+        store_n(r.tap_row[k] + i, keep(in_range(yy, 0.0, Hd), times(to_i32(yy), W), I8{} - 1), cnt);
+#else
+        const M8 vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
+        store_n(r.tap_col[k] + i, vsel(vx, to_i8(vsel(vx, xx, D8{})), I8{} - 1), cnt);
+        store_n(r.tap_row[k] + i, vsel(vy, to_i8(vsel(vy, yy, D8{})) * W, I8{} - 1), cnt);
+#endif
+        store_n(r.cx[k] + i, to_f8(wx[k]), cnt);
+        store_n(r.cy[k] + i, to_f8(wy[k]), cnt);
+        store_n(r.ncxg[k] + i, to_f8(-sx[k]), cnt);
+        store_n(r.ncyg[k] + i, to_f8(-sy[k]), cnt);
+      }
+    }
+  }
+}
+
+using RecordFn = void (*)(const Geometry&, const double*, const double*, int64_t, int64_t, const Records&);
+
+template <int Interp>
+RecordFn pick_record_fn(int64_t pad, bool align) {
+  switch (pad) {
+    case kBorder: return align ? compute_records<Interp, kBorder, true> : compute_records<Interp, kBorder, false>;
+    case kReflection:
+      return align ? compute_records<Interp, kReflection, true> : compute_records<Interp, kReflection, false>;
+    default: return align ? compute_records<Interp, kZeros, true> : compute_records<Interp, kZeros, false>;
+  }
+}
+
+RecordFn pick_record_fn(int64_t interp, int64_t pad, bool align) {
+  if (interp == kNearest) return pick_record_fn<kNearest>(pad, align);
+  if (interp == kBicubic) return pick_record_fn<kBicubic>(pad, align);
+  return pick_record_fn<kBilinear>(pad, align);
+}
+
+}  // namespace
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
