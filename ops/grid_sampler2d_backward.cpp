@@ -446,6 +446,8 @@ class Runner {
     // padding and NaN reach every row (reachable_bands), as do grids spread more densely, which
     // then cost a pass over their y values, a fraction of a plane's work here.
     const int64_t band = ceil_div(g_.H, 64);  // rows per band
+    ig_zeroed_ = zero_fill_first(nc);
+    if (ig_zeroed_) zero_input_grad(n0, nc);
     run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
       const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
@@ -482,6 +484,34 @@ class Runner {
         done = hi;
       }
       store_zero_input_grad(n, b, done, g_.HW - done);
+    });
+    ig_zeroed_ = false;
+  }
+
+  // Whether run_fused zero-fills inputGrad for samples [n0, n0 + nc) before its tasks, on every
+  // thread, rather than each task its own planes: when a task's inputGrad is mostly zeros
+  // written over whole planes (compact paths, direct tiles in place), the tasks are fewer than
+  // the threads, which would otherwise wait, and the planes are too big to stay in one core's
+  // cache or the taps reach few of their lines (the other core's share of the lines the task
+  // then writes is fetched from that core). (Writing zeros is no sum: the same bits.)
+  bool zero_fill_first(int64_t nc) const {
+    const bool zeroes_planes = p_.compact || p_.few_bicubic || (p_.direct && p_.direct_in_place);
+    if (!p_.need_ig || !zeroes_planes || nc * p_.nblocks >= num_threads()) return false;
+    const int64_t bytes = nc * g_.C * g_.HW * int64_t(sizeof(T));
+    const int64_t taps = p_.interp == kBicubic ? 16 : p_.taps;
+    return bytes >= kZeroFillFirstBytes &&
+           (bytes >= kZeroFillFirstUncachedBytes || taps * g_.P * kZeroFillFirstRatio <= g_.HW);
+  }
+
+  // inputGrad of samples [n0, n0 + nc) = +0.0, split over the threads.
+  void zero_input_grad(int64_t n0, int64_t nc) const {
+    const int64_t HW = g_.HW, pieces = nc * g_.C;  // planes
+    parallel_for(pieces * HW, kZeroFillGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end;) {
+        const int64_t plane = i / HW, p0 = i % HW, len = std::min(end - i, HW - p0);
+        zero_plane(n0 + plane / g_.C, plane % g_.C, p0, len);
+        i += len;
+      }
     });
   }
 
@@ -933,17 +963,21 @@ class Runner {
   }
 
   // Writes +0.0 to pixels [p0, p0 + len) of channel block b of sample n.
+  // (Nothing when run_fused has zeroed inputGrad already.)
   void store_zero_input_grad(int64_t n, int64_t b, int64_t p0, int64_t len) const {
+    if (ig_zeroed_) return;
     const int64_t c0 = b * Cb;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
-    T* base = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c0 * a_.inputGrad.strides[1];
-    for (int c = 0; c < cvalid; ++c) {
-      T* plane = base + c * a_.inputGrad.strides[1];
-      if (ig_plane_.flat && ig_plane_.scol == 1) {
-        std::memset(static_cast<void*>(plane + p0), 0, size_t(len) * sizeof(T));  // +0.0: all-zero bits
-      } else {
-        for_each_offset(ig_plane_, p0, len, [&](int64_t, int64_t off) { plane[off] = T{}; });
-      }
+    for (int c = 0; c < cvalid; ++c) zero_plane(n, c0 + c, p0, len);
+  }
+
+  // Writes +0.0 to pixels [p0, p0 + len) of channel c of sample n.
+  void zero_plane(int64_t n, int64_t c, int64_t p0, int64_t len) const {
+    T* plane = static_cast<T*>(a_.inputGrad.data) + n * a_.inputGrad.strides[0] + c * a_.inputGrad.strides[1];
+    if (ig_plane_.flat && ig_plane_.scol == 1) {
+      std::memset(static_cast<void*>(plane + p0), 0, size_t(len) * sizeof(T));  // +0.0: all-zero bits
+    } else {
+      for_each_offset(ig_plane_, p0, len, [&](int64_t, int64_t off) { plane[off] = T{}; });
     }
   }
 
@@ -1006,6 +1040,7 @@ class Runner {
   TileFn tile_fn_ = nullptr;
   TileFn pixels_tile_fn_ = nullptr;  // few_bicubic: tile_bicubic on pixel slots
   DirectFn direct_fn_ = nullptr;     // direct: tile_direct
+  bool ig_zeroed_ = false;           // run_fused zeroed inputGrad before its tasks
 };
 
 template <class T>

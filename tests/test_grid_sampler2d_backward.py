@@ -636,6 +636,40 @@ def test_direct_planes(torch, threads, grid_kind, mode, pad, align, dtype):
         check(ig, gg, (*torch_reference(torch, go, x, grid, mode, pad, align), *ref[2:]), dtype, what + " torch")
 
 
+# Fewer (sample, block) tasks than threads, on grids that reach few pixels of big planes
+# (direct tiles, compact buffers, bicubic tap grids): all threads zero-fill inputGrad before
+# the tasks run, rather than each task its own planes. Zeros only, so the same bits at 1, 2 and
+# 3 threads (with 3, two samples are fewer tasks than threads too), every element written over
+# the output's 7.0s, strided outputs included; and the formulas' and torch's values.
+@pytest.mark.parametrize("shape,mode", [
+    ((1, 1, 512, 512, 20, 20), 1),   # direct, in place for fp32 (16-bit: compact)
+    ((2, 1, 512, 512, 20, 20), 1),   # two samples
+    ((1, 16, 96, 174, 6, 3), 0),     # compact
+    ((1, 8, 256, 256, 3, 3), 2),     # bicubic tap grid
+    ((1, 1, 1024, 600, 40, 40), 0),  # beyond one core's cache (fp32), taps at a 96th of the pixels
+], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_zero_fill_before_few_tasks(torch, threads, shape, mode, dtype):
+    rng = np.random.default_rng(27)
+    N, C, H, W, Ho, Wo = shape
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    grid = rng.uniform(-1.0, 1.0, (N, Ho, Wo, 2)).astype(dtype)
+    results = []
+    for count in (1, 2, 3):
+        threads(count)
+        ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
+        ac.grid_sampler2d_backward(go, x, grid, mode, 0, False, out=(ig, gg))
+        results.append((ig, gg))
+        assert ig.tobytes() == results[0][0].tobytes() and gg.tobytes() == results[0][1].tobytes(), count
+    ig, gg = results[0]
+    assert np.count_nonzero(f64(ig)) <= N * C * Ho * Wo * 16  # only the taps' pixels are not zero
+    assert_strided_layouts_give(ig, gg, rng, go, x, grid, mode, 0, False)
+    ref = reference(go, x, grid, mode, 0, False)
+    check(ig, gg, ref, dtype, str(shape))
+    check(ig, gg, (*torch_reference(torch, go, x, grid, mode, 0, False), *ref[2:]), dtype, f"{shape} torch")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_large_channel_count_matches_torch(torch, dtype):
     rng = np.random.default_rng(13)

@@ -69,6 +69,18 @@ constexpr int64_t kDirectRatio = 6;
 // (2 C - 1) * H * W (bf16, in-process A/B, 2 threads: N8 C3 128x128 -> 8x8 1.22x the time
 // direct, 11x11 0.86x; N2 C3 256x256 -> 16x16 1.32x, 32x32 0.76x; C1 -> 8x8 0.78x).
 constexpr int64_t kDirectSlotRatio = 256;
+// Tasks fewer than the threads, which zero-fill their inputGrad planes: from kZeroFillFirstBytes
+// of them a chunk, all threads zero-fill them first (Runner::zero_fill_first), in pieces of
+// kZeroFillGrain elements, when they take kZeroFillFirstUncachedBytes or more (beyond one core's
+// L2) or taps * P * kZeroFillFirstRatio <= H * W. N1, 2 threads, fp32, processes alternated:
+// C1 2048x2048 -> 64x64 bilinear (direct) 280-310 -> 183-187 us (torch 200-360), 1024x1024
+// 85 -> 70 (torch 78-82); C1 512x512 -> 20x20 nearest 15 -> 11 (torch 13.5); C16 96x174 -> 6x3
+// bilinear (compact) 17.6 -> 12.2 (torch 14.5). Cached planes whose taps reach many lines lost:
+// C3 256x256 -> 16x16 bicubic 37 -> 50 us, C1 512x512 -> 64x64 bilinear 50 -> 54 (ratio 16).
+constexpr int64_t kZeroFillFirstBytes = 256 << 10;
+constexpr int64_t kZeroFillFirstUncachedBytes = 2 << 20;
+constexpr int64_t kZeroFillFirstRatio = 128;
+constexpr int64_t kZeroFillGrain = 16 << 10;
 constexpr double kCubicA = -0.75;
 // A bicubic tile's record arrays: 24 fields (lay_out_records), then 16 of pixel slots that only
 // run_bicubic_pixels fills.
