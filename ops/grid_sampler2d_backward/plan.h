@@ -119,9 +119,15 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.buf_floats = (g.HW + 1) * p.cb;
   const int64_t buf_bytes = round_up(p.buf_floats * 4, kAlign);
 
-  // Too few channel blocks to keep threads busy: split each block's positions into parts.
+  // Too few channel blocks to keep threads busy: split each block's positions into parts. Two
+  // blocks give two threads a task each already; split, they paid the parts' zeroing and
+  // reduction for no thread more (2 threads, processes alternated, fp32, random grids: N2 C1
+  // 189x63 -> 116x156 nearest 48 -> 39.5 us, torch 40-48; 256x256 nearest 150 -> 115 us, torch
+  // 120-133; 128x128 -> 181x181 bilinear 252-284 -> 232 us, torch 217-222; 128x128 bicubic
+  // 508-595 -> 467-475 us, torch 500; C3 128x128 bilinear 175 -> 126-146 us). Three split in
+  // two (six tasks share out evenly; unsplit, N3 C1 128x128 bicubic took 1.2-1.5x the time).
   const int64_t blocks_total = g.N * p.nblocks;
-  if (blocks_total < kTargetTasks) {
+  if (blocks_total < kTargetTasks && blocks_total != 2) {
     int64_t k = ceil_div(kTargetTasks, blocks_total);
     k = std::min(k, g.P / kMinPartPositions);
     if (p.need_ig) k = std::min(k, std::max<int64_t>(1, 2 * g.P / g.HW));  // reduction cost
