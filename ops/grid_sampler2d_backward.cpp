@@ -498,9 +498,8 @@ class Runner {
     const bool zeroes_planes = p_.compact || p_.few_bicubic || (p_.direct && p_.direct_in_place);
     if (!p_.need_ig || !zeroes_planes || nc * p_.nblocks >= num_threads()) return false;
     const int64_t bytes = nc * g_.C * g_.HW * int64_t(sizeof(T));
-    const int64_t taps = p_.interp == kBicubic ? 16 : p_.taps;
     return bytes >= kZeroFillFirstBytes &&
-           (bytes >= kZeroFillFirstUncachedBytes || taps * g_.P * kZeroFillFirstRatio <= g_.HW);
+           (bytes >= kZeroFillFirstUncachedBytes || p_.taps * g_.P * kZeroFillFirstRatio <= g_.HW);
   }
 
   // inputGrad of samples [n0, n0 + nc) = +0.0, split over the threads.
@@ -770,7 +769,7 @@ class Runner {
       return r;
     };
     int32_t* slot_of = reinterpret_cast<int32_t*>(take(4 * (HW + 1)));
-    int32_t* pixel_of = reinterpret_cast<int32_t*>(take(4 * (16 * g_.P + 1)));
+    int32_t* pixel_of = reinterpret_cast<int32_t*>(take(4 * (p_.taps * g_.P + 1)));
     std::memset(slot_of, 0xff, size_t(HW) * sizeof(int32_t));
     slot_of[HW] = 0;
     pixel_of[0] = int32_t(HW);

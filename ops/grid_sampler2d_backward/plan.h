@@ -35,7 +35,7 @@ struct Plan {
   int64_t parts = 1;     // position parts per block (> 1: split positions, reduce inputGrad)
   int64_t slots = 1;     // scratch slots = most threads used in phase 2
   bool compact = false;  // phase 2 on the referenced pixels only (see kCompactRatio)
-  int64_t taps = 0;      // compact: corners per position (4 bilinear, 1 nearest)
+  int64_t taps = 0;      // input pixels a position reads: 4 bilinear, 1 nearest, 16 bicubic
   // Each tile's records computed in the thread's slot just before the tile uses them (bilinear
   // with up to kTileRecordBlocks blocks, bicubic; not compact) rather than in phase 1.
   bool tile_records = false;
@@ -134,12 +134,12 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     p.parts = std::max<int64_t>(1, k);
   }
   const int64_t in_bytes = p.need_gx ? buf_bytes : 0;
+  p.taps = p.interp == kBilinear ? 4 : p.interp == kNearest ? 1 : 16;
   if (p.parts == 1) {
     // A small grid over a big input: the channel-last buffers would be filled, zeroed and
     // transposed for every pixel while few are touched (N2 C16 128x128 input, 8x8 grid: nearest
     // 152 us and bilinear 245 us, against torch's 75 and 99; compact 76 and 64 us, same run).
     // A slot holds the compact layout (run_compact) in place of those buffers.
-    p.taps = p.interp == kBilinear ? 4 : 1;
     const CompactSizes cs(g.HW, g.P, p.taps, p.cb);
     const int64_t compact_bytes = round_up(cs.map, kAlign) + round_up(cs.remap, kAlign) + round_up(cs.pixels, kAlign) +
                                   (p.need_gx + p.need_ig) * round_up(cs.buffer, kAlign);
@@ -150,18 +150,17 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
     // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
     // (Runner::run_tap_grid, run_bicubic_pixels).
-    p.few_bicubic = p.interp == kBicubic && 16 * g.P * kCompactRatio <= g.HW;
+    p.few_bicubic = p.interp == kBicubic && p.taps * g.P * kCompactRatio <= g.HW;
     // Up to 4 channels (one block, so tile records and gridGrad per tile) whose taps reach at
     // most a 6th of the pixels run on their planes directly (run_direct): no per-pixel pass but
     // inputGrad's zero-fill, where the full buffers make four and the compact path two. fp32
     // sums into inputGrad in place; 16-bit sums into fp32 planes written back, which costs
     // 8 C - 4 bytes a pixel more than the compact path's map and zero-fill (kDirectSlotRatio).
-    const int64_t taps = p.interp == kBicubic ? 16 : p.taps;
     p.direct_in_place = a.input.dtype == DType::Float32 && p.need_ig &&
                         make_plane(g.H, g.W, a.inputGrad.strides[2], a.inputGrad.strides[3]).flat;
-    p.direct = g.C <= 4 && taps * g.P * kDirectRatio <= g.HW &&
+    p.direct = g.C <= 4 && p.taps * g.P * kDirectRatio <= g.HW &&
                (!(p.compact || p.few_bicubic) || !p.need_ig || p.direct_in_place ||
-                taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
+                p.taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
     if (p.direct) p.compact = p.few_bicubic = false;
     // An input plane that is not flat is copied, as it is stored, to flat planes in the slot:
     // the same code then runs whatever the strides, so a call's bits do not depend on its
@@ -172,7 +171,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     p.buffer_bytes = in_bytes + (p.need_ig ? buf_bytes : 0);
     if (p.compact) p.buffer_bytes = std::max(p.buffer_bytes, compact_bytes);
     if (p.few_bicubic) {  // pixel slots may need more
-      const int64_t slots = 16 * g.P + 1;
+      const int64_t slots = p.taps * g.P + 1;
       const int64_t pixels_bytes = round_up(4 * (g.HW + 1), kAlign) + round_up(4 * slots, kAlign) +
                                    (p.need_gx + p.need_ig) * round_up(slots * p.cb * 4, kAlign);
       p.buffer_bytes = std::max(p.buffer_bytes, pixels_bytes);
