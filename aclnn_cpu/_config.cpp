@@ -86,7 +86,7 @@ void simd_convert(py::buffer src, int from, py::buffer dst, int to, int path) {
   for (const py::buffer_info* b : {&in, &out})
     if (b->ndim != 1 || b->strides[0] != b->itemsize) throw py::value_error("src and dst must be contiguous 1-D");
   if (aclnn_cpu_simd_selftest_convert(from, to, in.ptr, out.ptr, n, path) != 0)
-    throw py::value_error("path is 0 (vectors), 1 (pairs) or 2 (streamed pairs)");
+    throw py::value_error("path is 0 (vectors), 1 (pairs), 2 (streamed pairs) or 3 (scalar)");
 }
 
 }  // namespace
@@ -142,7 +142,8 @@ PYBIND11_MODULE(_config, m) {
   m.def("simd_convert", &simd_convert, py::arg("src"), py::arg("from_code"), py::arg("dst"),
         py::arg("to_code"), py::arg("path"),
         "Test hook: converts contiguous src into dst with the active level's SIMD loads and "
-        "stores (codes 0 float32, 1 float16, 2 bfloat16; path 0 vectors, 1 pairs, 2 streamed).");
+        "stores (codes 0 float32, 1 float16, 2 bfloat16; path 0 vectors, 1 pairs, 2 streamed, 3 the "
+        "scalar element conversions).");
 
   m.def("version", [] { return std::string(aclnn_cpu::version()); }, "Library version.");
   m.def("openmp", &aclnn_cpu::built_with_openmp, "Whether the library was built with OpenMP.");

@@ -4,7 +4,8 @@ fp32 -> bf16 must equal ml_dtypes (round to nearest even, NaN -> 0x7FC0 | sign, 
 kept), fp32 -> fp16 must equal NumPy (NaN: a NaN of the same sign), and the widening loads
 must be exact. Each conversion runs through the three store paths the kernels use: single
 vectors with a partial tail, pairs (bf16 pairs are split into even and odd elements), and
-streamed pairs from a misaligned start. The inputs cover every bf16 (or fp16) value with the
+streamed pairs from a misaligned start; and through the scalar element conversions of half.h
+that the kernels use where they gather and scatter (F16C instructions from the AVX2 level). The inputs cover every bf16 (or fp16) value with the
 rounding-critical low bits under it, all NaN and denormal classes, and random bit patterns.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cas
                                         "ignore:overflow encountered in cast")
 
 CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
-PATHS = {"vectors": 0, "pairs": 1, "streamed": 2}
+PATHS = {"vectors": 0, "pairs": 1, "streamed": 2, "scalar": 3}
 
 
 def _float32_patterns() -> np.ndarray:
@@ -180,7 +181,7 @@ def test_selftest_rejects_bad_codes():
     x = np.zeros(4, np.float32)
     y = np.zeros(4, np.uint16)
     with pytest.raises(ValueError):
-        _config.simd_convert(x, 0, y, 2, 3)
+        _config.simd_convert(x, 0, y, 2, 4)
     with pytest.raises(ValueError):
         _config.simd_convert(x, 0, y, 7, 0)
     with pytest.raises(ValueError):

@@ -1,7 +1,10 @@
 // Storage types for IEEE binary16 (half_t) and bfloat16 (bfloat16_t) with exact scalar
-// conversions to and from float. ISA-independent: pure integer/float bit manipulation, so every
-// ISA level's kernels and the runtime agree bit for bit. The SIMD versions (simd.h) must give
-// the same bits as these; tests check all 65536 patterns of each type.
+// conversions to and from float: integer/float bit manipulation, but for half_t at ISA levels
+// with F16C, whose single-element instructions give the same bits (and take a few cycles where
+// the portable code takes a few dozen: kernels convert element by element where they gather
+// and scatter). Every ISA level's kernels and the runtime agree bit for bit. The SIMD versions
+// (simd.h) must give the same bits as these; tests check all 65536 patterns of each type at
+// every level (aclnn_cpu._config.simd_convert, path "scalar").
 //
 // Rounding rules (float -> narrow type):
 //   * round to nearest, ties to even;
@@ -15,6 +18,15 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#if defined(ACLNN_ISA_LEVEL) && ACLNN_ISA_LEVEL >= 1 && defined(__F16C__)
+// (diagnostics as simd.h: GCC 12 flags intrinsics' own undefined locals)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#define ACLNN_SCALAR_F16C 1
+#endif
 
 // The functions live in an inline namespace named after the ISA level of the including
 // translation unit: kernels are compiled once per level with different -m flags, and an inline
@@ -57,6 +69,9 @@ inline float to_float(float f) { return f; }
 inline float to_float(bfloat16_t b) { return bits_float(uint32_t(b.bits) << 16); }
 
 inline float to_float(half_t h) {
+#if defined(ACLNN_SCALAR_F16C)
+  return _cvtsh_ss(h.bits);
+#else
   const uint32_t sign = uint32_t(h.bits & 0x8000u) << 16;
   const uint32_t magnitude = h.bits & 0x7fffu;
   uint32_t out;
@@ -72,6 +87,7 @@ inline float to_float(half_t h) {
     out = float_bits(float(magnitude) * 5.9604644775390625e-8f);
   }
   return bits_float(sign | out);
+#endif
 }
 
 template <class T>
@@ -94,6 +110,9 @@ inline bfloat16_t from_float<bfloat16_t>(float f) {
 
 template <>
 inline half_t from_float<half_t>(float f) {
+#if defined(ACLNN_SCALAR_F16C)
+  return half_t{uint16_t(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC))};
+#else
   const uint32_t u = float_bits(f);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   const uint32_t magnitude = u & 0x7fffffffu;
@@ -112,6 +131,7 @@ inline half_t from_float<half_t>(float f) {
   const uint32_t odd = (magnitude >> 13) & 1u;
   const uint32_t rebased = magnitude - ((127u - 15u) << 23) + 0xfffu + odd;
   return half_t{uint16_t(sign | (rebased >> 13))};
+#endif
 }
 
 }  // inline namespace ACLNN_HALF_NS

@@ -60,7 +60,9 @@ void convert_typed(const void* src, void* dst, int64_t n, int path) {
   D* d = static_cast<D*>(dst);
   if (path == 0) convert_vectors(s, d, n);
   else if (path == 1) convert_pairs<false>(s, d, n);
-  else convert_pairs<true>(s, d, n);
+  else if (path == 2) convert_pairs<true>(s, d, n);
+  else  // the scalar conversions (half.h) the kernels use element by element
+    for (int64_t i = 0; i < n; ++i) d[i] = from_float<D>(to_float(s[i]));
 }
 
 template <class S>
@@ -75,7 +77,7 @@ bool convert_from(int to, const void* src, void* dst, int64_t n, int path) {
 
 }  // namespace
 
-// from/to: 0 float32, 1 float16, 2 bfloat16; path: 0 vectors, 1 pairs, 2 streamed pairs.
+// from/to: 0 float32, 1 float16, 2 bfloat16; path: 0 vectors, 1 pairs, 2 streamed pairs, 3 scalar.
 bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path) {
   switch (from) {
     case 0: return convert_from<float>(to, src, dst, n, path);
@@ -110,7 +112,7 @@ bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t
 extern "C" __attribute__((visibility("default"))) int aclnn_cpu_simd_selftest_convert(
     int from, int to, const void* src, void* dst, int64_t n, int path) {
   using namespace aclnn_cpu;
-  if (path < 0 || path > 2 || n < 0) return -1;
+  if (path < 0 || path > 3 || n < 0) return -1;
   bool ok = false;
   switch (active_isa()) {
 #if defined(ACLNN_HAVE_AVX512)
