@@ -670,6 +670,36 @@ def test_zero_fill_before_few_tasks(torch, threads, shape, mode, dtype):
     check(ig, gg, (*torch_reference(torch, go, x, grid, mode, 0, False), *ref[2:]), dtype, f"{shape} torch")
 
 
+# Grids that reach few pixels run on slots of those pixels (compact buffers for bilinear and
+# nearest, pixel slots for bicubic), gathered from the input planes and scattered into
+# inputGrad's. On planes of a power-of-two size every channel's copy of a pixel falls in one
+# cache set, so the slots move a chunk at a time, a channel at a time; elsewhere a slot at a
+# time. Both orders must give the same bits (the strided layouts have other plane strides),
+# with partial channel blocks (9 of 16 lanes, 20 = 8 + 8 + 4) and the sink of out-of-range
+# taps (the grid reaches past the edges), and the formulas' and torch's values.
+@pytest.mark.parametrize("shape,mode,pad", [
+    ((1, 16, 64, 64, 6, 6), 2, 0),     # bicubic pixel slots, a whole block
+    ((1, 9, 128, 128, 12, 12), 2, 1),  # bicubic, a partial block, border
+    ((2, 20, 64, 64, 5, 5), 0, 0),     # compact bilinear, blocks of 8 and a partial one
+    ((1, 32, 32, 32, 3, 3), 1, 0),     # compact nearest, 4 KiB planes
+    ((1, 12, 269, 80, 13, 11), 2, 0),  # planes that do not share cache sets: a slot at a time
+], ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_slots_on_power_of_two_planes(torch, isa, shape, mode, pad, dtype):
+    rng = np.random.default_rng(28)
+    N, C, H, W, Ho, Wo = shape
+    go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    grid = rng.uniform(-1.2, 1.2, (N, Ho, Wo, 2)).astype(dtype)
+    ig, gg = np.full(x.shape, 7.0, dtype), np.full(grid.shape, 7.0, dtype)
+    ac.grid_sampler2d_backward(go, x, grid, mode, pad, False, out=(ig, gg))
+    assert np.count_nonzero(f64(ig)) <= N * C * Ho * Wo * 16  # only the taps' pixels are not zero
+    assert_strided_layouts_give(ig, gg, rng, go, x, grid, mode, pad, False)
+    ref = reference(go, x, grid, mode, pad, False)
+    check(ig, gg, ref, dtype, str(shape))
+    check(ig, gg, (*torch_reference(torch, go, x, grid, mode, pad, False), *ref[2:]), dtype, f"{shape} torch")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_large_channel_count_matches_torch(torch, dtype):
     rng = np.random.default_rng(13)

@@ -48,6 +48,19 @@ inline void for_each_offset(const Plane& pl, int64_t p0, int64_t len, Fn&& fn) {
   }
 }
 
+// Whether the same pixel of `channels` planes, `stride_bytes` apart, crowds one L1 set (64
+// sets of 64-byte lines, 8 ways on the machines measured): planes of a power-of-two size put
+// every channel's copy of a pixel in the same set, so touching a pixel's channels together
+// evicts them before the next pixel of the same lines comes back.
+inline bool channels_share_l1_sets(int64_t stride_bytes, int channels) {
+  constexpr int kSets = 64, kCrowd = 4;  // over half the ways taken by one pixel's channels
+  int count[kSets] = {};
+  const int64_t lines = (stride_bytes < 0 ? -stride_bytes : stride_bytes) / 64;
+  for (int c = 0; c < channels; ++c)
+    if (++count[(c * lines) % kSets] > kCrowd) return true;
+  return false;
+}
+
 // Channel-major <-> channel-last transposes, in 4 x 4 register blocks (4 channel rows of 4
 // positions become 4 position vectors of 4 lanes), portable to every ISA level. The storage
 // type's conversion happens inside the blocks (no separate conversion pass).

@@ -30,6 +30,7 @@ constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may t
 // mode" of docs/performance.md) the split runs were hit hardest: 0.44-0.53x the time unsplit.
 constexpr int64_t kTargetTasks = 4;
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
+constexpr int64_t kSlotChunk = 64;              // compact slots moved a channel at a time, where they alias
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 // Phase 2 work worth a second thread: about 20 us on one thread, in units of task_cost().
 constexpr int64_t kTaskGrainWork = 1 << 16;
@@ -40,9 +41,7 @@ constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up t
 // kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
 // (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:
 // at a ratio of 12.6-34 0.24-0.89x the time (N8 C64 56x56 -> 7x7 bilinear, at 15.9: 0.24-0.28x),
-// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x. Bicubic grids under the same ratio (16 taps) run on
-// the rows and columns their taps reach (Runner::run_tap_grid) or on their pixels alone
-// (Runner::run_bicubic_pixels).
+// at 8.5 0.79-1.08x, at 4-4.5 1.03-2.35x. Bicubic grids have their own ratio (kFewBicubicRatio).
 constexpr int64_t kCompactRatio = 12;
 // ... and from a ratio of 6 when a block's input and inputGrad planes take at most 512 KiB (half
 // this machine's L2): the compact path's gathers from the input planes and scatters into the
@@ -53,6 +52,17 @@ constexpr int64_t kCompactRatio = 12;
 // 2.9-3.2 ms at 6.
 constexpr int64_t kCompactCachedRatio = 6;
 constexpr int64_t kCompactCachedBytes = 512 << 10;
+// Bicubic grids whose taps reach at most 1/kFewBicubicRatio of the pixels (16 * P *
+// kFewBicubicRatio <= H * W) run on their tap grid or pixel slots (Plan::few_bicubic). Once
+// gather_slots and scatter_slots stopped thrashing one cache set on power-of-two planes, 6 beat
+// 12 on every shape measured between the two: processes alternated, 2 threads, fp32, ratio 7-10,
+// N1 C9 269x80 -> 13x11 border 97 -> 60 us (torch 65-78), C16 128x128 -> 12x12 121 -> 78-89 us,
+// C16 64x64 -> 6x6 31 -> 20 us, C32 128x128 -> 12x12 125 -> 82 us, C12 200x150 -> 14x14 141-145
+// -> 75-77 us, N8 C16 64x64 -> 5x6 114-126 -> 70 us, N2 C16 96x96 -> 8x8 71-84 -> 54 us, N1 C5
+// 256x256 -> 20x20 160 -> 104 us; bf16 and fp16 0.6-1.0x the time (fp16 once the scalar
+// conversions took F16C). At a ratio of 3-4 the full buffers won again (N2 C16 96x96 -> 12x12
+// border 81-90 us against 111-130).
+constexpr int64_t kFewBicubicRatio = 6;
 // Grids of at most 1/kWindowRatio as many positions as the input has pixels: one-task-per-block
 // calls (Runner::run_fused) load, zero and write back only the input rows they can reach.
 constexpr int64_t kWindowRatio = 8;

@@ -46,7 +46,7 @@ struct Plan {
   int64_t mult_array = 0;   // several blocks with tile records: bytes of the chunk's bilinear multipliers
   int64_t mult_off = 0, rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
   int64_t buffer_bytes = 0;  // fused: a slot's bytes before its tile (the buffers, or the compact layout)
-  bool few_bicubic = false;  // bicubic, 16 taps a position kCompactRatio times fewer than the pixels
+  bool few_bicubic = false;  // bicubic, 16 taps a position kFewBicubicRatio times fewer than the pixels
   bool direct = false;  // one block of up to 4 channels on its planes themselves (run_direct)
   bool direct_in_place = false;  // direct, and inputGrad is fp32 on a flat plane: summed in place
   bool direct_prefetch = false;  // direct, on a sample's planes bigger than kCompactCachedBytes
@@ -150,7 +150,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
     // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
     // (Runner::run_tap_grid, run_bicubic_pixels).
-    p.few_bicubic = p.interp == kBicubic && p.taps * g.P * kCompactRatio <= g.HW;
+    p.few_bicubic = p.interp == kBicubic && p.taps * g.P * kFewBicubicRatio <= g.HW;
     // Up to 4 channels (one block, so tile records and gridGrad per tile) whose taps reach at
     // most a 6th of the pixels run on their planes directly (run_direct): no per-pixel pass but
     // inputGrad's zero-fill, where the full buffers make four and the compact path two. fp32
