@@ -676,13 +676,16 @@ def test_zero_fill_before_few_tasks(torch, threads, shape, mode, dtype):
 # cache set, so the slots move a chunk at a time, a channel at a time; elsewhere a slot at a
 # time. Both orders must give the same bits (the strided layouts have other plane strides),
 # with partial channel blocks (9 of 16 lanes, 20 = 8 + 8 + 4) and the sink of out-of-range
-# taps (the grid reaches past the edges), and the formulas' and torch's values.
+# taps (the grid reaches past the edges), and the formulas' and torch's values. Calls of at most
+# 2 (sample, block) pairs take the slots from a sixth of the pixels on planes of any size.
 @pytest.mark.parametrize("shape,mode,pad", [
     ((1, 16, 64, 64, 6, 6), 2, 0),     # bicubic pixel slots, a whole block
     ((1, 9, 128, 128, 12, 12), 2, 1),  # bicubic, a partial block, border
     ((2, 20, 64, 64, 5, 5), 0, 0),     # compact bilinear, blocks of 8 and a partial one
     ((1, 32, 32, 32, 3, 3), 1, 0),     # compact nearest, 4 KiB planes
     ((1, 12, 269, 80, 13, 11), 2, 0),  # planes that do not share cache sets: a slot at a time
+    ((1, 12, 269, 80, 56, 11), 0, 0),  # compact on planes beyond L2: one (sample, block) pair
+    ((1, 16, 256, 256, 40, 40), 0, 1),  # the same on power-of-two planes, border
 ], ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_slots_on_power_of_two_planes(torch, isa, shape, mode, pad, dtype):

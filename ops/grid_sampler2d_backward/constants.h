@@ -52,6 +52,16 @@ constexpr int64_t kCompactRatio = 12;
 // 2.9-3.2 ms at 6.
 constexpr int64_t kCompactCachedRatio = 6;
 constexpr int64_t kCompactCachedBytes = 512 << 10;
+// ... and from a ratio of 6 on planes of any size when the call has at most 2 (sample, block)
+// pairs: a thread then carries a whole pair's full buffers, most of which the grid never
+// touches. Processes alternated, 2 threads, fp32, against 12 (torch in brackets): N1 C16
+// 256x256 -> 40x40 bilinear (ratio 10.2) 544-621 -> 276 us (246-305), N1 C32 200x200 -> 30x30
+// border (11.1) 299-349 -> 135-193 us (351-367), N1 C12 269x80 -> 56x11 (8.7) 105 -> 57-60 us
+// (74-78), N2 C9 200x150 -> 18x39 (10.7) 139-142 -> 68-93 us (124-167), N1 C5 128x256 ->
+// 56x57 nearest (10.3) 59-74 -> 37 us (39-56). With more pairs 12 stays: at 6, N4 C16 256x256
+// -> 40x40 took 2.1-2.3 -> 3.0-3.3 ms, N10 C16 149x272 -> 2x703 1.9-2.2 -> 2.7-2.8 ms, N8 C20
+// 128x128 -> 24x24 0.54-0.61 -> 0.82-0.98 ms, N8 C32 96x96 -> 12x12 nearest 96-101 -> 173-192 us.
+constexpr int64_t kCompactFewTasks = 2;
 // Bicubic grids whose taps reach at most 1/kFewBicubicRatio of the pixels (16 * P *
 // kFewBicubicRatio <= H * W) run on their tap grid or pixel slots (Plan::few_bicubic). Once
 // gather_slots and scatter_slots stopped thrashing one cache set on power-of-two planes, 6 beat

@@ -144,9 +144,11 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     const int64_t compact_bytes = round_up(cs.map, kAlign) + round_up(cs.remap, kAlign) + round_up(cs.pixels, kAlign) +
                                   (p.need_gx + p.need_ig) * round_up(cs.buffer, kAlign);
     // A block's input and inputGrad planes that fit in L2 take the compact path from half the
-    // ratio: its gathers and scatters stay in cache (see kCompactCachedRatio).
+    // ratio: its gathers and scatters stay in cache (see kCompactCachedRatio). So do calls of
+    // at most kCompactFewTasks (sample, block) pairs, whatever their planes.
     const int64_t plane_bytes = 2 * g.HW * std::min<int64_t>(g.C, p.cb) * int64_t(dtype_size(a.input.dtype));
-    const int64_t ratio = plane_bytes <= kCompactCachedBytes ? kCompactCachedRatio : kCompactRatio;
+    const int64_t ratio = plane_bytes <= kCompactCachedBytes || blocks_total <= kCompactFewTasks ? kCompactCachedRatio
+                                                                                                : kCompactRatio;
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
     // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
     // (Runner::run_tap_grid, run_bicubic_pixels).
