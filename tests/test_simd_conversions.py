@@ -5,8 +5,9 @@ kept), fp32 -> fp16 must equal NumPy (NaN: a NaN of the same sign), and the wide
 must be exact. Each conversion runs through the three store paths the kernels use: single
 vectors with a partial tail, pairs (bf16 pairs are split into even and odd elements), and
 streamed pairs from a misaligned start; and through the scalar element conversions of half.h
-that the kernels use where they gather and scatter (F16C instructions from the AVX2 level). The inputs cover every bf16 (or fp16) value with the
-rounding-critical low bits under it, all NaN and denormal classes, and random bit patterns.
+that the kernels use where they gather and scatter (F16C instructions from the AVX2 level).
+The inputs cover every bf16 (or fp16) value with the rounding-critical low bits under it, all
+NaN and denormal classes, and random bit patterns.
 """
 from __future__ import annotations
 

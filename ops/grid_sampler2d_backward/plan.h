@@ -147,8 +147,8 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // ratio: its gathers and scatters stay in cache (see kCompactCachedRatio). So do calls of
     // at most kCompactFewTasks (sample, block) pairs, whatever their planes.
     const int64_t plane_bytes = 2 * g.HW * std::min<int64_t>(g.C, p.cb) * int64_t(dtype_size(a.input.dtype));
-    const int64_t ratio = plane_bytes <= kCompactCachedBytes || blocks_total <= kCompactFewTasks ? kCompactCachedRatio
-                                                                                                : kCompactRatio;
+    const bool from_half = plane_bytes <= kCompactCachedBytes || blocks_total <= kCompactFewTasks;
+    const int64_t ratio = from_half ? kCompactCachedRatio : kCompactRatio;
     p.compact = p.interp != kBicubic && cs.rows * ratio <= g.HW;
     // Bicubic with few positions: a tap grid in the buffers' space, else pixel slots
     // (Runner::run_tap_grid, run_bicubic_pixels).
