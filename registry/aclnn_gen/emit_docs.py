@@ -95,7 +95,7 @@ def _op_section(op: Op) -> List[str]:
         if ex.dtype == "bfloat16":
             out.insert(out.index("import aclnn_cpu"), "import ml_dtypes")
         for name, tensor in ex.inputs:
-            data = ", ".join(f"{v:g}" for v in tensor.data)
+            data = ", ".join(_number(v) for v in tensor.data)
             out.append(f"{py[name]} = np.array([{data}], dtype={np_dtype}).reshape"
                        f"({', '.join(str(d) for d in tensor.shape)}{',' if len(tensor.shape) == 1 else ''})")
         args = [py[name] for name, _ in ex.inputs]
@@ -104,6 +104,13 @@ def _op_section(op: Op) -> List[str]:
         out.append(f"{outputs} = aclnn_cpu.{op.python}({', '.join(args)})")
         out += ["```", "", "`python -m aclnn_cpu demo` runs it and prints the result.", ""]
     return out
+
+
+def _number(v: float) -> str:
+    """The shortest text that reads back as the same value (`:g` kept 6 digits: 0.2896827 came
+    out as 0.289683, another computation than the document's), integers without a ".0"."""
+    text = repr(float(v))
+    return text[:-2] if text.endswith(".0") else text
 
 
 def emit(ops: List[Op]) -> Tuple[str, str]:
