@@ -974,7 +974,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         prog="python -m aclnn_cpu bench",
         description="Time aclnn_cpu against PyTorch CPU and a parallel copy of the same bytes.",
         epilog=f"Outputs: {OUTPUT_POLICY}. Targets: speed-up PReLU >= 3x, GroupNorm >= 1.5x, "
-               "GridSampler >= 3x (>= 5x at batch 1), Softmax >= 1x; streaming ops >= 60%% of the "
+               "GridSampler >= 3x (>= 5x at batch 1), Softmax >= 1x; streaming ops >= 60% of the "
                "copy bandwidth when the working set exceeds the last-level cache; fp16/bf16 time "
                "per element <= fp32's.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
