@@ -203,17 +203,29 @@ inline void for_runs(const Layout& l, int64_t j0, int64_t j1, Run&& run) {
 }
 
 // One run of a single channel with weight w: writes gradInput, adds the weight gradient
-// contributions to acc (vector part) / acc_scalar (strided part).
+// contributions to acc. The run's first element goes to lane `lane` (its position from the
+// task's start, modulo kWidth), so every element lands in the lane of its position and each lane
+// sums its elements in position order, however the task's positions split into runs: a plane
+// cut into rows by its layout (a slice along the last dim, rows reversed in memory, a gradInput
+// view of its own) gives the bits of the contiguous call, whose plane is one run from lane 0.
 template <bool kStream, class T>
-inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64_t len, float w,
-                        VecF& acc, float& acc_scalar) {
+inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64_t len, float w, int lane,
+                        VecF& acc) {
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
     const VecF wv = set1(w);
     int64_t i = 0;
+    if (lane != 0) {  // up to the next lane 0: a partial vector moved up to its lanes
+      const int64_t n = std::min<int64_t>(len, kWidth - lane);
+      const VecF xv = load_partial(x, n), gv = load_partial(go, n);  // zero lanes add 0
+      const Mask positive = cmp_gt(xv, zero());
+      store_partial(gi, select(positive, gv, gv * wv), n);
+      acc = acc + rotate_lanes_up(select(positive, zero(), xv * gv), lane);
+      i = n;
+    }
     // Pairs (w is a broadcast, so gradInput's pair lines up with the inputs'); both halves add
-    // into the one accumulator, so its lanes never depend on where the run starts. Each pair is
-    // computed (and summed, in order) two pairs before its store (simd::pipelined: loads
-    // must not wait on the stores they alias modulo 4096).
+    // into the one accumulator, lane by lane in position order. Each pair is computed (and
+    // summed, in order) two pairs before its store (simd::pipelined: loads must not wait on
+    // the stores they alias modulo 4096).
     VecF sum = acc;  // a local, so it can stay in a register across the stores
     const auto pair = [&](int64_t j) __attribute__((always_inline)) {
       const Pair xv = load_pair(x + j), gv = load_pair(go + j);
@@ -240,12 +252,15 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
     }
     return;
   }
+  alignas(64) float lanes[kWidth];  // the same lanes, element by element
+  store(lanes, acc);
   for (int64_t i = 0; i < len; ++i) {
     const float xv = to_float(x[i * st[kX]]), gv = to_float(go[i * st[kGo]]);
     const bool positive = xv > 0.0f;
     gi[i * st[kGi]] = from_float<T>(positive ? gv : gv * w);
-    acc_scalar += positive ? 0.0f : xv * gv;
+    lanes[(lane + i) % kWidth] += positive ? 0.0f : xv * gv;
   }
+  acc = load(lanes);
 }
 
 // One run inside a column block: per-position weights and accumulators (index from the block
@@ -451,11 +466,11 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
         const T* x = x0 + n * l.row_stride[kX];
         T* gi = gi0 + n * l.row_stride[kGi];
         VecF acc = zero();
-        float acc_scalar = 0.0f;
-        for_runs(l, j0, j1, [&](int64_t, const int64_t* off, int64_t len) {
-          channel_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, acc, acc_scalar);
+        for_runs(l, j0, j1, [&](int64_t j, const int64_t* off, int64_t len) {
+          const int lane = int((j - j0) % kWidth);
+          channel_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, lane, acc);
         });
-        partials[t] = reduce_add(acc) + acc_scalar;
+        partials[t] = reduce_add(acc);
       }
       if (kStream) stream_fence();
     });
@@ -615,9 +630,8 @@ void run_staged(const PreluBackwardArgs& a, const TensorView& go_view, const Lay
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t at = (p - p0) * HxW + k * kPlaneChunk, len = std::min(kPlaneChunk, HxW - k * kPlaneChunk);
         VecF acc = zero();
-        float acc_scalar = 0.0f;
-        channel_run<kStream>(go + at, x + at, gi + at, unit, len, w, acc, acc_scalar);
-        partials[p * chunks + k] = reduce_add(acc) + acc_scalar;
+        channel_run<kStream>(go + at, x + at, gi + at, unit, len, w, 0, acc);
+        partials[p * chunks + k] = reduce_add(acc);
       }
     }
     if (st.gi) copy_range_from_dense(gi, a.gradInput, fgi, first, count);

@@ -4,9 +4,8 @@ broadcast inputs, and outputs written through strided views (which leave the res
 buffers alone). Layouts that no fast path takes run from dense copies in the workspace
 (include/aclnn_cpu/dense_copy.h); the others run fast paths that sum in the contiguous order.
 (Exceptions by design: a Softmax whose three operands share one permuted dense layout, and a
-GroupNorm or PReLU whose operands' planes do, sum in memory order; a PReLU gradOutput
-broadcast within the rows, or planes split into several unit-stride runs, keep the kernel's own
-run order, tested against its bound in test_prelu_backward.py.)"""
+GroupNorm or PReLU whose operands' planes do, sum in memory order, tested against the float64
+bound in their own test files.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -178,11 +177,10 @@ def test_group_norm_staged(isa, threads, dy_kind, x_kind, out_kind, mask, dtype)
         assert np.all(buf.astype(np.float64) == SENTINEL)
 
 
-# (Not transposed planes in and out: those run in memory order; nor rows reversed in memory,
-# whose planes the kernel takes as runs of W, each run's vector lanes as they come, which with
-# W not a multiple of the vector width is another fixed order than one run per plane. Both are
-# tested against the float64 reference in test_prelu_backward.py.)
-PRELU_LAYOUTS = [(k, o) for k, o in SOFTMAX_LAYOUTS if k != "reversed-rows"]
+# (Not transposed planes in and out: those run in memory order, tested against the float64
+# reference in test_prelu_backward.py. Rows reversed in memory run as runs of W, each element in
+# the lane of its position: the contiguous call's bits.)
+PRELU_LAYOUTS = SOFTMAX_LAYOUTS
 
 
 @pytest.mark.parametrize("kind,out_kind", PRELU_LAYOUTS, ids=str)
@@ -198,6 +196,22 @@ def test_prelu(isa, kind, out_kind, per_channel, dtype):
     out, buf = out_view(shape, dtype, out_kind)
     got = ac.prelu_backward(gov, xv, w, out=(out, np.empty(w.shape, dtype)))
     assert_same_bits(got[0], want[0], buf, f"gradInput {kind} -> {out_kind}")
+    assert_same_bits(got[1], want[1], None, "gradWeight")
+
+
+@pytest.mark.parametrize("shape,go_shape", [((3, 4, 9, 40), (9, 1)), ((3, 4, 9, 40), (40,)), ((3, 4, 9, 40), (1, 4, 1, 40)),
+                                            ((2, 33), (33,)), ((2, 33), (2, 1)), ((3, 4, 300), (4, 1))], ids=str)
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_prelu_grad_output_broadcast_within_rows(isa, shape, go_shape, per_channel, dtype):
+    """A gradOutput broadcast to self's shape (stride 0 inside the rows too) gives the bits of
+    its broadcast values passed as a contiguous array."""
+    rng = np.random.default_rng(len(go_shape))
+    x, go = rng.standard_normal(shape).astype(dtype), rng.standard_normal(go_shape).astype(dtype)
+    w = rng.standard_normal(shape[1] if per_channel else 1).astype(dtype)
+    want = ac.prelu_backward(np.ascontiguousarray(np.broadcast_to(go, shape)), x, w)
+    got = ac.prelu_backward(go, x, w)
+    assert_same_bits(got[0], want[0], None, "gradInput")
     assert_same_bits(got[1], want[1], None, "gradWeight")
 
 

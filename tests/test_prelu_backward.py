@@ -187,35 +187,51 @@ def test_channels_last(isa, shape, dtype):
 
 
 def split_planes(a, kind):
-    """a's values in planes of several unit-stride runs: a crop of a larger plane, or rows
-    reversed in memory."""
+    """a's values in planes of several unit-stride runs: a crop of a larger plane, rows reversed
+    in memory, or dim 0 reversed in memory (a scalar weight's one plane in runs of a sample)."""
     if kind == "crop":
         big = np.zeros(a.shape[:-2] + (a.shape[-2] + 2, a.shape[-1] + 3), a.dtype)
         view = big[..., 1:-1, 2:-1]
         view[...] = a
         return view
+    if kind == "reversed-dim0":
+        return np.ascontiguousarray(a[::-1])[::-1]
     return np.ascontiguousarray(a[..., ::-1, :])[..., ::-1, :]
 
 
-@pytest.mark.parametrize("shape", [(4, 6, 5, 7), (2, 3, 4, 9, 40), (2, 16, 48, 40), (3, 2, 700, 3)], ids=str)
-@pytest.mark.parametrize("kind", ["crop", "reversed-rows"])
+SPLIT_KINDS = ["crop", "reversed-rows", "reversed-dim0"]
+# Which operands take the split layout (gradOutput, self, gradInput); the others are contiguous.
+SPLIT_OPERANDS = [(True, True, False), (True, True, True), (False, False, True), (False, True, False)]
+
+
+# (Crops and reversed rows need planes of 2 dims; [2, 33] is there for dim 0.)
+SPLIT_CASES = [(shape, kind) for shape in [(4, 6, 5, 7), (2, 3, 4, 9, 40), (2, 16, 48, 40), (3, 2, 700, 3)]
+               for kind in SPLIT_KINDS] + [((2, 33), "reversed-dim0"), ((5, 37), "reversed-dim0")]
+
+
+@pytest.mark.parametrize("shape,kind", SPLIT_CASES, ids=str)
 @pytest.mark.parametrize("single_weight", [False, True])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_planes_in_several_runs(isa, threads, shape, kind, single_weight, dtype):
-    # The kernel takes such planes run by run, in place: within the float64 bound, the same
-    # bits on 1 and 2 threads, with gradInput contiguous or in the same layout.
+    # The kernel takes such planes run by run, in place, each element in the vector lane of its
+    # position in the plane: the contiguous call's bits, gradWeight included, on 1 and 2 threads,
+    # with any of the operands split (it had summed each run from lane 0, so a scalar weight's
+    # gradWeight changed with a gradInput written into a view with dim 0 reversed).
     rng = np.random.default_rng(sum(shape))
     go, x, w = make(rng, shape, dtype, 1 if single_weight else None)
-    for same_out in (False, True):
-        results = []
+    want = ac.prelu_backward(go, x, w)
+    check(go, x, w, want[0], want[1])
+    for split_go, split_x, split_gi in SPLIT_OPERANDS:
+        gov = split_planes(go, kind) if split_go else go
+        xv = split_planes(x, kind) if split_x else x
         for count in (1, 2):
             threads(count)
-            gi = split_planes(np.full(x.shape, np.nan, dtype), kind) if same_out else np.empty(x.shape, dtype)
-            result = ac.prelu_backward(split_planes(go, kind), split_planes(x, kind), w,
-                                       out=(gi, np.empty(w.shape, dtype)))
-            results.append(np.ascontiguousarray(gi).tobytes() + np.asarray(result[1]).tobytes())
-        assert results[0] == results[1]
-        check(go, x, w, gi, result[1])
+            gi = np.full(x.shape, np.nan, dtype)
+            gi = split_planes(gi, kind) if split_gi else gi
+            got = ac.prelu_backward(gov, xv, w, out=(gi, np.empty(w.shape, dtype)))
+            what = f"{kind} go/x/gi split {split_go, split_x, split_gi}, {count} threads"
+            assert np.ascontiguousarray(gi).tobytes() == want[0].tobytes(), f"gradInput, {what}"
+            assert np.asarray(got[1]).tobytes() == np.asarray(want[1]).tobytes(), f"gradWeight, {what}"
 
 
 def transposed_planes(a):

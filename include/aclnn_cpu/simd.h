@@ -175,6 +175,15 @@ inline float reduce_add(VecF v) {
 #endif
 }
 
+// Lane i of the result is lane i - k of v (0 <= k < kWidth); the lanes below k get v's top
+// lanes. For a vector whose top k lanes are zero (a partial load of at most kWidth - k values),
+// that moves its values to lanes k and up and puts zeros below.
+inline VecF rotate_lanes_up(VecF v, int k) {
+  VecI iota;
+  for (int i = 0; i < kWidth; ++i) iota[i] = i;
+  return __builtin_shuffle(v, (iota - k) & (kWidth - 1));
+}
+
 inline VecF floor(VecF v) {
 #if ACLNN_ISA_LEVEL == 2
   return (VecF)_mm512_roundscale_ps((__m512)v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
