@@ -329,12 +329,15 @@ inline void put<double>(double* p, float v) {
 // and its sum spread over the row's slots, then the output vectorised over the whole block.
 
 // Sums each row of `rows` rows of N floats in order and overwrites the row with its sum. N is a
-// compile-time constant so the loops unroll; sum_spread_any is the fallback.
+// compile-time constant so the loops unroll; sum_spread_any is the fallback. Every sum of the op
+// starts from +0.0, as the vector accumulators do: 0.0f + row[0] is row[0] but for -0.0, so a
+// row of -0.0 products sums to +0.0 on every path (it had summed to -0.0 here and to +0.0 in
+// the columns, so a layout that moved a short row between the two paths changed zeros' signs).
 template <int N>
 void sum_spread(float* buffer, int64_t rows) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = buffer + r * N;
-    float sum = row[0];
+    float sum = 0.0f + row[0];
     for (int k = 1; k < N; ++k) sum += row[k];
     for (int k = 0; k < N; ++k) row[k] = sum;
   }
@@ -343,7 +346,7 @@ void sum_spread(float* buffer, int64_t rows) {
 void sum_spread_any(float* buffer, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = buffer + r * n;
-    float sum = row[0];
+    float sum = 0.0f + row[0];
     for (int64_t k = 1; k < n; ++k) sum += row[k];
     for (int64_t k = 0; k < n; ++k) row[k] = sum;
   }
@@ -550,7 +553,7 @@ float strided_row_sum(const T* g, const T* y, int64_t dg, int64_t dy, int64_t n)
     return sum;
   }
   if (flat_rows<T, O>(n)) {
-    float sum = to_float(g[0]) * to_float(y[0]);
+    float sum = 0.0f + to_float(g[0]) * to_float(y[0]);  // from +0.0, as sum_spread
     for (int64_t d = 1; d < n; ++d) sum += to_float(g[d * dg]) * to_float(y[d * dy]);
     return sum;
   }

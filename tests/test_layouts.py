@@ -93,6 +93,25 @@ def test_softmax(isa, kind, out_kind, dim, shape, dtype):
     assert_same_bits(got, want, buf, f"{kind} -> {out_kind}")
 
 
+@pytest.mark.parametrize("kind", ["reversed-dim0", "reversed", "transposed", "last-slice"])
+@pytest.mark.parametrize("shape", [(4, 1), (4, 3), (3, 5, 2), (2, 7, 9), (6, 40), (3, 2, 300)], ids=str)
+def test_softmax_rows_of_negative_zeros(isa, kind, shape):
+    """A gradOutput of -0.0 (products of -0.0): every path starts its sums from +0.0, so zeros'
+    signs do not depend on the path a layout takes. Short rows had summed from their first
+    product, so a row of -0.0 gave +0.0 outputs as rows and -0.0 as columns (the same call on
+    transposed or reversed operands)."""
+    g, y = np.full(shape, -0.0, np.float32), np.full(shape, 0.5, np.float32)
+    views = {"reversed-dim0": lambda a: np.ascontiguousarray(a[::-1])[::-1],
+             "reversed": lambda a: np.ascontiguousarray(a[..., ::-1])[..., ::-1],
+             "transposed": lambda a: np.ascontiguousarray(a.swapaxes(0, -1)).swapaxes(0, -1),
+             "last-slice": lambda a: np.repeat(a, 2, axis=-1)[..., ::2]}
+    for dim in range(len(shape)):
+        want = ac.softmax_backward(g, y, dim)
+        assert not want.any() and np.signbit(want).all()  # y * (-0.0 - (+0.0)) = -0.0
+        got = ac.softmax_backward(views[kind](g), views[kind](y), dim)
+        assert_same_bits(got, want, None, f"dim {dim}")
+
+
 # (Not transposed planes in and out: planes that share one permuted dense layout run in memory
 # order, tested below against the float64 reference.)
 GROUP_NORM_LAYOUTS = SOFTMAX_LAYOUTS
