@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 
@@ -561,7 +562,10 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
 }
 
 // gradWeight[c]: the tasks' partials combined in a fixed order; zeros when there was nothing to
-// sum.
+// sum. A NaN sum is written as the default quiet NaN (+, no payload): where NaNs of both signs
+// meet (a NaN self beside an inf - inf), which one an add passes on depends on the form the
+// compiler gave that add, which differs between the contiguous and the staged code, so the
+// NaN's sign had followed the operands' layout.
 template <class T>
 void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const float* partials) {
   const int64_t numel = l.N * l.W;
@@ -583,6 +587,8 @@ void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const floa
           sums[c - c0] = sum;
         }
       }
+      for (int64_t i = 0; i < count; ++i)
+        if (sums[i] != sums[i]) sums[i] = std::numeric_limits<float>::quiet_NaN();
       write_floats<T>(sums, c0, count, a.gradWeight);
     }
   });

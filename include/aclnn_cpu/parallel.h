@@ -21,6 +21,25 @@ bool has_fork_pool_handler();
 // Tests of that fallback only: false makes every later fork take it.
 void set_release_pool_on_fork(bool on);
 
+namespace detail {
+// The one compiled copy of a kernel's body, called from the parallel region and from the
+// one-thread path alike. A body inlined at both call sites is compiled twice, and the compiler
+// may give a commutative add its operands in another order in each copy; where two NaNs meet,
+// which one an x86 add passes on depends on that order, so a NaN's sign followed the thread
+// count (PReLU's gradWeight at the baseline level, a +NaN meeting -NaN from inf - inf).
+// noipa: no inlining, and no clone specialised for one call site's constants either.
+#if defined(__clang__)
+#define ACLNN_ONE_COPY __attribute__((noinline))
+#else
+#define ACLNN_ONE_COPY __attribute__((noipa))
+#endif
+template <typename Body, typename... Args>
+ACLNN_ONE_COPY void call_body(Body& body, Args... args) {
+  body(args...);
+}
+#undef ACLNN_ONE_COPY
+}  // namespace detail
+
 // Calls body(begin, end) on contiguous sub-ranges of [0, n), in parallel when worthwhile.
 // `grain` is the smallest range worth a thread of its own.
 template <typename Body>
@@ -37,12 +56,12 @@ void parallel_for(int64_t n, int64_t grain, Body&& body) {
       int t = omp_get_thread_num();
       int nt = omp_get_num_threads();
       int64_t begin = n * t / nt, end = n * (t + 1) / nt;
-      if (begin < end) body(begin, end);
+      if (begin < end) detail::call_body(body, begin, end);
     }
     return;
   }
 #endif
-  body(int64_t(0), n);
+  detail::call_body(body, int64_t(0), n);
 }
 
 // Runs fn(task, worker) for every task in [0, ntasks) on at most `max_workers` threads, handing
@@ -56,13 +75,13 @@ void parallel_tasks(int64_t ntasks, int64_t max_workers, Fn&& fn) {
   if (threads > max_workers) threads = max_workers;
   if (threads > ntasks) threads = ntasks;
   if (threads <= 1) {
-    for (int64_t t = 0; t < ntasks; ++t) fn(t, int64_t(0));
+    for (int64_t t = 0; t < ntasks; ++t) detail::call_body(fn, t, int64_t(0));
     return;
   }
   std::atomic<int64_t> next{0};
   parallel_for(threads, 1, [&](int64_t begin, int64_t end) {
     for (int64_t worker = begin; worker < end; ++worker)
-      for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) fn(t, worker);
+      for (int64_t t = next.fetch_add(1); t < ntasks; t = next.fetch_add(1)) detail::call_body(fn, t, worker);
   });
 }
 
