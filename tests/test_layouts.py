@@ -101,14 +101,13 @@ def test_softmax_rows_of_negative_zeros(isa, kind, shape):
     product, so a row of -0.0 gave +0.0 outputs as rows and -0.0 as columns (the same call on
     transposed or reversed operands)."""
     g, y = np.full(shape, -0.0, np.float32), np.full(shape, 0.5, np.float32)
-    views = {"reversed-dim0": lambda a: np.ascontiguousarray(a[::-1])[::-1],
-             "reversed": lambda a: np.ascontiguousarray(a[..., ::-1])[..., ::-1],
-             "transposed": lambda a: np.ascontiguousarray(a.swapaxes(0, -1)).swapaxes(0, -1),
-             "last-slice": lambda a: np.repeat(a, 2, axis=-1)[..., ::2]}
+    views = {"reversed-dim0": lambda a: np.ascontiguousarray(a[::-1])[::-1],  # (view() keeps dim 0)
+             "transposed": lambda a: np.ascontiguousarray(a.swapaxes(0, -1)).swapaxes(0, -1)}
+    lay = views.get(kind, lambda a: view(a, kind))
     for dim in range(len(shape)):
         want = ac.softmax_backward(g, y, dim)
         assert not want.any() and np.signbit(want).all()  # y * (-0.0 - (+0.0)) = -0.0
-        got = ac.softmax_backward(views[kind](g), views[kind](y), dim)
+        got = ac.softmax_backward(lay(g), lay(y), dim)
         assert_same_bits(got, want, None, f"dim {dim}")
 
 
