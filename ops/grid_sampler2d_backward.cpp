@@ -240,7 +240,7 @@ class Runner {
       rec_.mult[1] = reinterpret_cast<float*>(ws + p.mult_off + p.mult_array);
     }
     record_fn_ = pick_record_fn(p.interp, p.pad, p.align);
-    tile_fn_ = pick_tile_fn<Cb>(p.interp, p.need_ig, p.need_gx);
+    tile_fn_ = pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
     if (p.few_bicubic) pixels_tile_fn_ = pick_bicubic_pixels_fn<Cb>(p.need_ig, p.need_gx);
     if constexpr (Cb == 1 || Cb == 4) {
       if (p.direct) direct_fn_ = pick_direct_fn<T>(p.geo.C, p.interp, p.need_ig, p.need_gx);
@@ -392,7 +392,7 @@ class Runner {
         load_grid(n, t0, len, gx, gy);
         record_fn_(g_, gx, gy, 0, len, own);
         if (taps) remap_taps(own, len, *taps);
-        if (b == 0 && p_.mult_array > 0)
+        if (b == 0 && p_.mult_array > 0 && p_.pad != kZeros)
           for (int k = 0; k < 2; ++k) std::memcpy(rec_.mult[k] + nl * g_.P + t0, own.mult[k], size_t(len) * 4);
       }
       // One fp32 channel laid out along the positions is already the tile: read in place (N4 C1
@@ -400,6 +400,18 @@ class Runner {
       const float* gtile = tile;
       if constexpr (Cb == 1 && std::is_same<T, float>::value) {
         if (go_plane_.flat && go_plane_.scol == 1) gtile = go + t0;
+      }
+      // Bilinear tiles of 4 lanes read flat planes themselves where the level can (TileArgs::rows).
+      const void* rows[Cb];
+      bool planes = false;
+      if constexpr (tile_reads_planes<Cb>()) {
+        planes = p_.interp == kBilinear && direct == nullptr && go_plane_.flat && go_plane_.scol == 1;
+        if (planes) {
+          for (int c = 0; c < Cb; ++c) {
+            rows[c] = c < cvalid ? static_cast<const void*>(go + c * a_.gradOutput.strides[1] + t0) : kZeroRow;
+          }
+          gtile = nullptr;
+        }
       }
       if (gtile == tile) load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
       const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
@@ -409,7 +421,7 @@ class Runner {
         d.rec = rec, d.len = len, d.g = gtile, d.part = tile_part;
         direct_fn_(d);
       } else {
-        const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, (taps ? taps->sink : g_.HW) * Cb};
+        const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, (taps ? taps->sink : g_.HW) * Cb, planes ? rows : nullptr};
         (taps && taps->slot_of ? pixels_tile_fn_ : tile_fn_)(t);
       }
       if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
@@ -1045,7 +1057,7 @@ class Runner {
   // gridGrad of positions [p, p + len) of sample n from their sums over the channels `out`
   // (x, y side by side; scaled in place); bilinear multipliers from record i of `rec` on.
   void store_grid_grad(int64_t n, int64_t p, int64_t len, float* out, const Records& rec, int64_t i) const {
-    if (p_.interp == kBilinear) {
+    if (p_.interp == kBilinear && p_.pad != kZeros) {  // (zeros: the multipliers are the scales)
       const float *mx = rec.mult[0] + i, *my = rec.mult[1] + i;
       for (int64_t q = 0; q < len; ++q) {
         out[2 * q] *= mx[q];

@@ -37,6 +37,7 @@ constexpr int64_t kTaskGrainWork = 1 << 16;
 constexpr int64_t kTileRecordBlocks = 8;       // most channel blocks computing bilinear records per tile
 constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up to this size are not prefetched
+constexpr int64_t kBilinearNoPrefetchBytes = 1 << 20;  // bilinear, 4 or 8 lanes on AVX-512: the same
 // Positions reaching this many times fewer pixels than the input has (taps * P + 1 <= H * W /
 // kCompactRatio, bilinear and nearest): phase 2 works on the referenced pixels only
 // (Runner::run_compact). Against the full buffers, in-process A/B, 2 threads, fp32 and bf16:

@@ -212,10 +212,12 @@ DirectFn pick_direct_fn(int64_t C, int64_t interp, bool need_ig, bool need_gx) {
   }
 }
 
-template <int Cb, bool NeedIg, bool NeedGx>
+// T: the storage type of gradOutput planes that bilinear tiles read in place (tile_reads_planes).
+template <class T, int Cb, bool NeedIg, bool NeedGx>
 TileFn pick_tile_fn(int64_t interp) {
   if (interp == kNearest) return tile_nearest<Cb, NeedIg, NeedGx>;
   if (interp == kBicubic) return tile_bicubic<Cb, NeedIg, NeedGx>;
+  if constexpr (tile_reads_planes<Cb>()) return tile_bilinear<Cb, NeedIg, NeedGx, T>;
   return tile_bilinear<Cb, NeedIg, NeedGx>;
 }
 
@@ -226,11 +228,11 @@ TileFn pick_bicubic_pixels_fn(bool need_ig, bool need_gx) {
   return tile_bicubic<Cb, false, true, true>;
 }
 
-template <int Cb>
+template <class T, int Cb>
 TileFn pick_tile_fn(int64_t interp, bool need_ig, bool need_gx) {
-  if (need_ig && need_gx) return pick_tile_fn<Cb, true, true>(interp);
-  if (need_ig) return pick_tile_fn<Cb, true, false>(interp);
-  return pick_tile_fn<Cb, false, true>(interp);
+  if (need_ig && need_gx) return pick_tile_fn<T, Cb, true, true>(interp);
+  if (need_ig) return pick_tile_fn<T, Cb, true, false>(interp);
+  return pick_tile_fn<T, Cb, false, true>(interp);
 }
 
 }  // namespace

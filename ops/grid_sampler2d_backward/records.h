@@ -209,7 +209,7 @@ struct Records {
   // bilinear: corner pixel (row of the channel-last buffers) nw, ne, sw, se; nearest: [0] only
   int32_t* corner[4] = {};
   float* frac[4] = {};  // bilinear: w (x - floor x), e (1 - w), n (y - floor y), s (1 - n)
-  float* mult[2] = {};  // bilinear: gradient multipliers x, y
+  float* mult[2] = {};  // bilinear, border and reflection padding: gradient multipliers x, y
   // bicubic: tap columns (x index or -1) and tap row starts (y * W or -1)
   int32_t* tap_col[4] = {};
   int32_t* tap_row[4] = {};
@@ -296,8 +296,10 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       store_n(r.frac[1] + i, to_f8(e), cnt);
       store_n(r.frac[2] + i, to_f8(n), cnt);
       store_n(r.frac[3] + i, to_f8(s), cnt);
-      store_n(r.mult[0] + i, to_f8(mx), cnt);
-      store_n(r.mult[1] + i, to_f8(my), cnt);
+      if (Pad != kZeros) {  // (zeros: the axis scales, which store_grid_grad applies itself)
+        store_n(r.mult[0] + i, to_f8(mx), cnt);
+        store_n(r.mult[1] + i, to_f8(my), cnt);
+      }
     } else if (Interp == kNearest) {
       const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
       const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));

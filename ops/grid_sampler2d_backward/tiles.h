@@ -156,7 +156,21 @@ struct TileArgs {
   float* ig;        // the block's inputGrad accumulator (may be null when unused)
   float* part;      // gridGrad partial sums of the tile's first position (x, y per position)
   int64_t sink;     // float offset of the spare pixel row: H * W * Cb
+  // gradOutput as planes (tile_reads_planes), in the storage type the tile function was picked
+  // for: channel c's row of the tile at rows[c], a row of zeros for the block's missing
+  // channels; g is then unused. Null: g holds the tile.
+  const void* const* rows = nullptr;
 };
+
+// Whether tile_bilinear at this level reads a gradOutput tile from its planes (TileArgs::rows)
+// in place of the [len][Cb] transpose: 4 lanes on AVX-512, where the wide loop puts 4
+// positions' lanes in one vector anyway. Its 4 rows go into that vector with one permutation;
+// the transposing pass over the tile was 8-9% of an N4 C3 224x224 warp's time (in-process A/B,
+// 2 threads, fp32: 0.966x the time with the planes read in place).
+template <int Cb>
+constexpr bool tile_reads_planes() {
+  return ACLNN_ISA_LEVEL == 2 && Cb == 4;
+}
 
 using TileFn = void (*)(const TileArgs&);
 
@@ -218,7 +232,7 @@ ACLNN_ALWAYS_INLINE __m512 insert_lanes(__m512 v, const float* p) {
 // position as the one-position loop, so the same results. Against that loop (in-process A/B,
 // 2 threads): N4 C3 224x224 0.85x the time in fp32 and bf16, 0.88x fp16, N4 C2 128x128 0.83x;
 // C6-8 0.92-0.96x (fp16 0.97-1.00x). Returns the positions done.
-template <int Cb, bool NeedIg, bool NeedGx>
+template <int Cb, bool NeedIg, bool NeedGx, bool Prefetch, class G>
 int64_t tile_bilinear_wide(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   constexpr int kStep = 16 / Cb;  // positions per 512-bit vector
@@ -233,7 +247,29 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
                                  : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   const __m512i firsts = Cb == 4 ? _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 14, 12, 10, 8, 6, 4, 2, 0)
                                  : _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 4, 8, 0);
+  // The rows in locals: the scatter's stores could otherwise alias t.rows[] (reloaded each step).
+  const G* const g0 = t.rows ? static_cast<const G*>(t.rows[0]) : nullptr;
+  const G* const g1 = t.rows ? static_cast<const G*>(t.rows[1]) : nullptr;
+  const G* const g2 = t.rows ? static_cast<const G*>(t.rows[2]) : nullptr;
+  const G* const g3 = t.rows ? static_cast<const G*>(t.rows[3]) : nullptr;
+  // [c0 c1 c2 c3 of position 0 | of position 1 | ...] from [4 positions of c0 | of c1 | ...].
+  const __m512i transpose = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   for (int64_t q = 0; q < end; q += kStep) {
+    // The kStep positions' gradOutput lanes, position j in 128- or 256-bit lane j.
+    __m512 gq;
+    if constexpr (Cb == 4) {
+      if (g0) {
+        gq = _mm512_castps128_ps512((__m128)load4_as_float(g0 + q));
+        gq = _mm512_insertf32x4(gq, (__m128)load4_as_float(g1 + q), 1);
+        gq = _mm512_insertf32x4(gq, (__m128)load4_as_float(g2 + q), 2);
+        gq = _mm512_insertf32x4(gq, (__m128)load4_as_float(g3 + q), 3);
+        gq = _mm512_permutexvar_ps(transpose, gq);
+      } else {
+        gq = _mm512_loadu_ps(gt + q * Cb);
+      }
+    } else {
+      gq = _mm512_loadu_ps(gt + q * Cb);
+    }
     const auto fractions = [&](const float* f) {  // f[q..q + kStep)
       // (Two floats: an unaligned 64-bit load; _mm_load_sd would assume a double's alignment.)
       return Cb == 4 ? _mm_loadu_ps(f + q) : _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(f + q)));
@@ -250,13 +286,17 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
     auto position = [&](auto j_) {
       constexpr int j = decltype(j_)::value;
       const int64_t at = q + j;
-      prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
+      if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
       const int64_t c0 = int64_t(k0[at]) * Cb, c1 = int64_t(k1[at]) * Cb;
       const int64_t c2 = int64_t(k2[at]) * Cb, c3 = int64_t(k3[at]) * Cb;
       if (NeedIg) {
         // One read-modify-write after the other: out-of-range corners share the sink row.
         V g;
-        vload<Cb>(g, gt + at * Cb);
+        if constexpr (Cb == 4) {
+          g = (V)_mm512_extractf32x4_ps(gq, j);
+        } else {
+          g = (V)_mm512_extractf32x8_ps(gq, j);
+        }
         vaccumulate<Cb>(ig + c0, g, wt[0][j]);
         vaccumulate<Cb>(ig + c1, g, wt[1][j]);
         vaccumulate<Cb>(ig + c2, g, wt[2][j]);
@@ -276,7 +316,7 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
       position(std::integral_constant<int, 3>{});
     }
     if (NeedGx) {
-      const __m512 g = _mm512_loadu_ps(gt + q * Cb);
+      const __m512 g = gq;
       // Each position's fractions across its lanes.
       const auto spread_over = [&](__m128 v) { return _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(v)); };
       const __m512 w = spread_over(w4), e = spread_over(e4), n = spread_over(n4), s = spread_over(s4);
@@ -308,18 +348,40 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
 }
 #endif
 
-template <int Cb, bool NeedIg, bool NeedGx>
+// G: the storage type of TileArgs::rows (unused when the tile comes transposed).
+template <int Cb, bool NeedIg, bool NeedGx, class G = float>
 void tile_bilinear(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   const auto [k0, k1, k2, k3, fw, fe, fn, fs, gt, in, ig, part, len] = BilinearTile(t);
   int64_t q = 0;
 #if ACLNN_ISA_LEVEL == 2
-  if constexpr (Cb == 4 || Cb == 8) q = tile_bilinear_wide<Cb, NeedIg, NeedGx>(t);
+  // Buffers of up to 1 MiB are not prefetched: the prefetches' index loads and address
+  // arithmetic were a fifth of the loop's instructions, and a warp's lines come from L2 in
+  // time. Processes alternated, 2 threads, fp32, without them: N4 C3 224x224 warp (0.8 MB
+  // buffers) 0.95-0.97x the time, N2 C8 128x128 0.94x; C3 320x320 (1.6 MB) a tie; C3 448x448
+  // and C4 512x512 on random grids 1.06-1.09x, so big buffers keep them.
+  if constexpr (Cb == 4 || Cb == 8) {
+    if ((t.sink + Cb) * int64_t(sizeof(float)) <= kBilinearNoPrefetchBytes) {
+      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, false, G>(t);
+    } else {
+      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, true, G>(t);
+    }
+  }
 #endif
   for (; q < len; ++q) {
     prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, q, len);
     V g;
-    vload<Cb>(g, gt + q * Cb);
+    if constexpr (tile_reads_planes<Cb>()) {
+      if (t.rows) {
+        float lanes[Cb];
+        for (int c = 0; c < Cb; ++c) lanes[c] = to_float(static_cast<const G*>(t.rows[c])[q]);
+        vload<Cb>(g, lanes);
+      } else {
+        vload<Cb>(g, gt + q * Cb);
+      }
+    } else {
+      vload<Cb>(g, gt + q * Cb);
+    }
     const int64_t c0 = int64_t(k0[q]) * Cb, c1 = int64_t(k1[q]) * Cb;
     const int64_t c2 = int64_t(k2[q]) * Cb, c3 = int64_t(k3[q]) * Cb;
     const float w = fw[q], e = fe[q], n = fn[q], s = fs[q];
