@@ -136,6 +136,57 @@ def test_group_norm(isa, kind, out_kind, N, C, H, W, G, dtype):
     assert_same_bits(got[2], want[2], None, "gradBetaOut")
 
 
+def _zero_rstd_signs(dy, x, mean, gamma, G):
+    """Sign bits of gradInput for rstd = 0, from the kernel's formula dX = c1 dY + (c2 (X - mean)
+    + c3), c1 = rstd gamma, c2 = -dsc rstd^3 s, c3 = -db rstd s: every term is an exact signed
+    zero, so only IEEE sign rules decide (NumPy float32 arithmetic, no rounding involved). The
+    sums' signs come from float64 sums (the test data keeps them away from zero)."""
+    N, C = x.shape[:2]
+    D = C // G
+    z = np.float32(0.0)
+    xf, dyf = x.reshape(N, C, -1).astype(np.float64), dy.reshape(N, C, -1).astype(np.float64)
+    centred = ((xf - mean.astype(np.float64).repeat(D, axis=1)[:, :, None]) * dyf).sum(-1)
+    dsc = (centred * gamma).reshape(N, G, D).sum(-1)
+    db = (dyf.sum(-1) * gamma).reshape(N, G, D).sum(-1)
+    # Far enough from zero that the kernel's float32 sums have the same signs.
+    assert (np.abs(dsc) > 1e-5 * np.abs(centred * gamma).reshape(N, G, D).sum(-1)).all()
+    assert (np.abs(db) > 1e-5 * np.abs(dyf.sum(-1) * gamma).reshape(N, G, D).sum(-1)).all()
+    c2 = (-np.sign(dsc).astype(np.float32) * z * z * z).repeat(D, axis=1)[:, :, None]
+    c3 = (-np.sign(db).astype(np.float32) * z).repeat(D, axis=1)[:, :, None]
+    c1 = (z * gamma.astype(np.float32))[None, :, None]
+    xm = x.reshape(N, C, -1).astype(np.float32) - mean.astype(np.float32).repeat(D, axis=1)[:, :, None]
+    out = c1 * dy.reshape(N, C, -1).astype(np.float32) + (c2 * xm + c3)
+    assert not out.any()
+    return np.signbit(out).reshape(x.shape)
+
+
+@pytest.mark.parametrize("kind", ["reversed-dim0", "reversed", "channel-slice", "batch-slice", "transposed-planes"])
+@pytest.mark.parametrize("N,C,H,W,G", [(3, 5, 1, 1, 1), (4, 6, 1, 1, 2), (2, 8, 3, 3, 2), (2, 6, 6, 20, 3),
+                                       (16, 4, 1, 1, 4)], ids=str)
+def test_group_norm_zero_rstd_signs(isa, threads, kind, N, C, H, W, G):
+    """rstd = 0 makes every term of gradInput a signed zero. Their signs follow the formula on
+    every path: the vector paths had broadcast their coefficients as (+0.0) + c, which turned a
+    -0.0 coefficient into +0.0, so N3 C5 HxW 1 gave -0.0 where the contiguous call ran as
+    channel rows and +0.0 for the same call on a reversed operand (the group path)."""
+    rng = np.random.default_rng(11)
+    shape = (N, C, H, W)
+    x, dy = rng.standard_normal(shape).astype(np.float32), rng.standard_normal(shape).astype(np.float32)
+    mean = rng.standard_normal((N, G)).astype(np.float32)
+    rstd = np.zeros((N, G), np.float32)
+    gamma = rng.standard_normal(C).astype(np.float32)
+    lay = {"reversed-dim0": lambda a: np.ascontiguousarray(a[::-1])[::-1]}.get(kind, lambda a: view(a, kind))
+    mask = (True, False, False)
+    for which in ("dy", "x", "out"):
+        dyv = lay(dy) if which == "dy" else dy
+        xv = lay(x) if which == "x" else x
+        dyr, xr = np.ascontiguousarray(dyv), np.ascontiguousarray(xv)  # (a batch slice repeats samples)
+        contiguous = ac.group_norm_backward(dyr, xr, mean, rstd, gamma, N, C, H * W, G, mask)[0]
+        assert (np.signbit(contiguous) == _zero_rstd_signs(dyr, xr, mean, gamma, G)).all()
+        out = lay(np.full(shape, SENTINEL, np.float32)) if which == "out" else np.empty(shape, np.float32)
+        got = ac.group_norm_backward(dyv, xv, mean, rstd, gamma, N, C, H * W, G, mask, out=(out, None, None))[0]
+        assert_same_bits(got, contiguous, None, f"{which} {kind}")
+
+
 # Channels-last operands beside a planar one are copied through transposes of a channel and a
 # position dim; where the destination's rows lie a multiple of 1-4 KiB apart, those go in tiles
 # through a stack buffer (strided_move.h, rows_crowd_sets). Here: planes of 512 positions

@@ -111,7 +111,10 @@ typedef VecI Mask;  // lanes all-ones (true) or zero (false)
 // ---------------------------------------------------------------------------------------------
 // Arithmetic
 
-inline VecF set1(float x) { return VecF{} + x; }
+// x - (+0.0), not (+0.0) + x: the sum turns -0.0 into +0.0, so a negative zero coefficient
+// (GroupNorm's with rstd 0) lost its sign on the vector paths and kept it on the scalar ones.
+// GCC folds the subtraction into a plain broadcast.
+inline VecF set1(float x) { return x - VecF{}; }
 inline VecF zero() { return VecF{}; }
 inline VecI set1_int(int32_t x) { return VecI{} + x; }
 
