@@ -108,20 +108,23 @@ void fill_zero(const TensorView& v) {
 
 // Folds the y values of `count` (x, y) pairs into [*lo, *hi]; *nan is set if one is NaN. Whole
 // vectors of pairs go through min/max on every lane, and only the y lanes are kept at the end.
+// (One native register: GCC expands the comparisons of a wider generic vector element by
+// element.) Only windows come of it, so the sign a zero bound keeps does not matter.
 inline void y_range(const float* xy, int64_t count, float* lo, float* hi, bool* nan) {
-  typedef float F16 __attribute__((vector_size(64)));
-  typedef int32_t I16 __attribute__((vector_size(64)));
-  F16 vlo = F16{} + INFINITY, vhi = F16{} - INFINITY;
-  I16 bad = I16{};
+  using simd::VecF;
+  using simd::VecI;
+  constexpr int64_t kPairs = simd::kWidth / 2;
+  VecF vlo = simd::set1(INFINITY), vhi = simd::set1(-INFINITY);
+  VecI bad = VecI{};
   int64_t q = 0;
-  for (; q + 8 <= count; q += 8) {
-    F16 v;
+  for (; q + kPairs <= count; q += kPairs) {
+    VecF v;
     std::memcpy(&v, xy + 2 * q, sizeof v);
     vlo = v < vlo ? v : vlo;
     vhi = v > vhi ? v : vhi;
     bad |= v != v;
   }
-  for (int k = 1; k < 16; k += 2) {
+  for (int k = 1; k < simd::kWidth; k += 2) {
     *lo = std::min(*lo, vlo[k]);
     *hi = std::max(*hi, vhi[k]);
     *nan |= bad[k] != 0;
@@ -1098,6 +1101,13 @@ class Runner {
   bool ig_zeroed_ = false;           // run_fused zeroed inputGrad before its tasks
 };
 
+// Blocks wider than the level's registers are never planned (pick_block_width), so they are not
+// compiled either.
+template <class T, int Cb>
+void run_blocks(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
+  if constexpr (Cb <= simd::kWidth) Runner<T, Cb>(a, p, ws).run();
+}
+
 template <class T>
 void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
   if (p.need_gg && !p.need_gx) fill_zero<T>(a.gridGrad);  // nearest: no grid gradient
@@ -1107,10 +1117,10 @@ void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
     return;
   }
   switch (p.cb) {
-    case 1: Runner<T, 1>(a, p, ws).run(); break;
-    case 4: Runner<T, 4>(a, p, ws).run(); break;
-    case 8: Runner<T, 8>(a, p, ws).run(); break;
-    default: Runner<T, 16>(a, p, ws).run(); break;
+    case 1: run_blocks<T, 1>(a, p, ws); break;
+    case 4: run_blocks<T, 4>(a, p, ws); break;
+    case 8: run_blocks<T, 8>(a, p, ws); break;
+    default: run_blocks<T, 16>(a, p, ws); break;
   }
 }
 

@@ -10,7 +10,6 @@
 
 #include "aclnn_cpu/simd.h"
 #include "constants.h"
-#include "records.h"  // F8
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -66,6 +65,7 @@ inline bool channels_share_l1_sets(int64_t stride_bytes, int channels) {
 // type's conversion happens inside the blocks (no separate conversion pass).
 
 typedef float F4 __attribute__((vector_size(16)));
+typedef float F8 __attribute__((vector_size(32)));  // one AVX2 register (used at levels >= 1)
 typedef uint32_t U4 __attribute__((vector_size(16)));
 typedef uint16_t H4 __attribute__((vector_size(8)));
 

@@ -69,16 +69,26 @@ struct CompactSizes {
 
 int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == kNearest ? 1 : kBicubicTileArrays; }
 
+// Blocks are at most one native register of floats (16 lanes on AVX-512, 8 on AVX2, 4 at the
+// baseline). Wider blocks buy nothing there: a block's per-position work (its records, the
+// corner and index arithmetic) is shared by its lanes, but two registers' lanes cost two
+// registers' instructions anyway, and GCC expands some operations of generic vectors wider
+// than the registers element by element (the lane shuffles of fmadd's and pair_sum's 16-lane
+// forms went through memory on AVX2). On a Zen 3 (AVX2) machine, 2 threads, fp32, processes
+// alternated, 8-lane blocks against 16-lane ones: N1 C256 64x64 -> 128x128 bilinear warp 1.04x
+// the time, N32 C32 64x64 bilinear 1.00x, nearest 1.00x, bicubic 0.95x: a tie, so the widths
+// the level cannot hold in a register are neither planned nor compiled.
 int pick_block_width(int64_t C) {
   if (C == 1) return 1;  // one lane: no transposes, a quarter of the buffers
   // Relative cost of one position for one block of each width; fewest total cost wins.
   const int widths[3] = {16, 8, 4};
   const double cost[3] = {1.0, 0.6, 0.4};
-  int best = 16;
+  int best = 0;
   double best_cost = 0;
   for (int k = 0; k < 3; ++k) {
+    if (widths[k] > simd::kWidth) continue;
     const double c = double(ceil_div(C, widths[k])) * cost[k];
-    if (k == 0 || c < best_cost) {
+    if (best == 0 || c < best_cost) {
       best = widths[k];
       best_cost = c;
     }

@@ -15,25 +15,32 @@ namespace ACLNN_ISA_NS {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Coordinates, in double, 8 positions at a time (GCC vector extensions: 4 SSE2, 2 AVX2 or 1
-// AVX-512 register per vector). These mirror PyTorch's vectorised ComputeLocation: the same
-// formulas in the same order, so floor() and the clip/reflect branches land where PyTorch's
-// float64 kernel puts them.
+// Coordinates, in double, one native register of positions at a time (GCC vector extensions:
+// 2 lanes at the baseline (SSE2), 4 with AVX2, 8 with AVX-512). These mirror PyTorch's
+// vectorised ComputeLocation: the same formulas in the same order, so floor() and the
+// clip/reflect branches land where PyTorch's float64 kernel puts them.
+//
+// Why native width: GCC splits the arithmetic of a generic vector wider than the level's
+// registers into registers, but expands its comparisons and selects element by element
+// (-Wvector-operation-performance: "vector condition will be expanded piecewise"). With 8 lanes
+// everywhere, the AVX2 build computed every mask through scalar compares and setcc: the records
+// took 39% of an N4 C3 224x224 bilinear call on a Zen 3 (AVX2) machine, against 13% at the
+// AVX-512 level. Lanes are independent, so the width changes no result.
 
-constexpr int kLanes = 8;
-// The vector helpers return vectors wider than the baseline's registers (and take them by
-// reference); forcing them inline (ACLNN_ALWAYS_INLINE) keeps such values out of any calling
-// convention, so GCC's -Wpsabi warning about those returns is moot here.
+constexpr int kLanes = 8;  // the grid values' padding: a multiple of every level's kVec
+constexpr int kVec = simd::kWidth / 2;  // doubles in one register of simd::kWidth floats
+static_assert(kLanes % kVec == 0, "grid values are padded for whole vectors");
+// The vector helpers are forced inline (ACLNN_ALWAYS_INLINE), which keeps their vector values
+// out of any calling convention, so GCC's -Wpsabi warning about those returns is moot here.
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef double D8 __attribute__((vector_size(64)));
-typedef int64_t M8 __attribute__((vector_size(64)));  // lane masks of D8 comparisons
-typedef int32_t I8 __attribute__((vector_size(32)));
-typedef float F8 __attribute__((vector_size(32)));
+typedef double DV __attribute__((vector_size(kVec * 8)));
+typedef int64_t MV __attribute__((vector_size(kVec * 8)));  // lane masks of DV comparisons
+typedef int32_t IV __attribute__((vector_size(kVec * 4)));
+typedef float FV __attribute__((vector_size(kVec * 4)));
 
-ACLNN_ALWAYS_INLINE D8 splat(double x) { return D8{} + x; }
-ACLNN_ALWAYS_INLINE D8 vabs(const D8& v) { return (D8)((M8)v & INT64_MAX); }
-ACLNN_ALWAYS_INLINE D8 vsel(const M8& m, const D8& a, const D8& b) { return m ? a : b; }
-ACLNN_ALWAYS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __builtin_convertvector(m, I8) ? a : b; }
+ACLNN_ALWAYS_INLINE DV splat(double x) { return DV{} + x; }
+ACLNN_ALWAYS_INLINE DV vabs(const DV& v) { return (DV)((MV)v & INT64_MAX); }
+ACLNN_ALWAYS_INLINE DV vsel(const MV& m, const DV& a, const DV& b) { return m ? a : b; }
 
 // x rounded to an integer, to nearest even (vround_even) or down (vfloor); the sign of zero,
 // inf and NaN kept. AVX2 and AVX-512 have an instruction for it (vroundpd, vrndscalepd: one
@@ -44,40 +51,35 @@ ACLNN_ALWAYS_INLINE I8 vsel(const M8& m, const I8& a, const I8& b) { return __bu
 // outputs on every level (warps, random, exact half-pixel, NaN/inf/huge grids).
 #if ACLNN_ISA_LEVEL >= 1
 template <int Mode>  // _MM_FROUND_TO_NEAREST_INT or _MM_FROUND_TO_NEG_INF
-ACLNN_ALWAYS_INLINE D8 vround(const D8& x) {
+ACLNN_ALWAYS_INLINE DV vround(const DV& x) {
 #if ACLNN_ISA_LEVEL == 2
-  return (D8)_mm512_roundscale_pd((__m512d)x, Mode | _MM_FROUND_NO_EXC);
+  return (DV)_mm512_roundscale_pd((__m512d)x, Mode | _MM_FROUND_NO_EXC);
 #else
-  __m256d half[2];
-  std::memcpy(half, &x, sizeof x);
-  for (__m256d& h : half) h = _mm256_round_pd(h, Mode | _MM_FROUND_NO_EXC);
-  D8 r;
-  std::memcpy(&r, half, sizeof r);
-  return r;
+  return (DV)_mm256_round_pd((__m256d)x, Mode | _MM_FROUND_NO_EXC);
 #endif
 }
 #endif
-ACLNN_ALWAYS_INLINE D8 vround_even(const D8& x) {
+ACLNN_ALWAYS_INLINE DV vround_even(const DV& x) {
 #if ACLNN_ISA_LEVEL >= 1
   return vround<_MM_FROUND_TO_NEAREST_INT>(x);
 #else
-  const D8 big = splat(4503599627370496.0);
-  const D8 m = vabs(x);
-  const D8 r = (D8)(((M8)((m + big) - big)) | ((M8)x & INT64_MIN));  // keeps the sign of zero
+  const DV big = splat(4503599627370496.0);
+  const DV m = vabs(x);
+  const DV r = (DV)(((MV)((m + big) - big)) | ((MV)x & INT64_MIN));  // keeps the sign of zero
   return vsel(m < big, r, x);
 #endif
 }
-ACLNN_ALWAYS_INLINE D8 vfloor(const D8& x) {
+ACLNN_ALWAYS_INLINE DV vfloor(const DV& x) {
 #if ACLNN_ISA_LEVEL >= 1
   return vround<_MM_FROUND_TO_NEG_INF>(x);
 #else
-  const D8 r = vround_even(x);
+  const DV r = vround_even(x);
   return vsel(r > x, r - 1.0, r);
 #endif
 }
-ACLNN_ALWAYS_INLINE F8 to_f8(const D8& v) { return __builtin_convertvector(v, F8); }
+ACLNN_ALWAYS_INLINE FV to_fv(const DV& v) { return __builtin_convertvector(v, FV); }
 // Lanes must hold integers in int32 range (callers select a safe value first).
-ACLNN_ALWAYS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8); }
+ACLNN_ALWAYS_INLINE IV to_iv(const DV& v) { return __builtin_convertvector(v, IV); }
 
 #if ACLNN_ISA_LEVEL == 2
 // Index arithmetic with lane masks in mask registers: written with vector extensions, GCC
@@ -85,30 +87,30 @@ ACLNN_ALWAYS_INLINE I8 to_i8(const D8& v) { return __builtin_convertvector(v, I8
 // then took 0.89-0.97x the time to compute per call for one-channel nearest, 0.95-0.98x for
 // one- and three-channel bilinear and bicubic (one thread, in-process A/B), bitwise the same.
 // Lanes of v in [lo, hi); NaN is outside.
-ACLNN_ALWAYS_INLINE __mmask8 in_range(const D8& v, double lo, double hi) {
+ACLNN_ALWAYS_INLINE __mmask8 in_range(const DV& v, double lo, double hi) {
   return _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(lo), _CMP_GE_OQ) &
          _mm512_cmp_pd_mask((__m512d)v, _mm512_set1_pd(hi), _CMP_LT_OQ);
 }
 // v as int32, exact for the lanes a mask keeps (the others hold the conversion's defined
 // out-of-range value and are replaced).
-ACLNN_ALWAYS_INLINE __m256i to_i32(const D8& v) { return _mm512_cvttpd_epi32((__m512d)v); }
+ACLNN_ALWAYS_INLINE __m256i to_i32(const DV& v) { return _mm512_cvttpd_epi32((__m512d)v); }
 ACLNN_ALWAYS_INLINE __m256i times(__m256i v, int32_t k) { return _mm256_mullo_epi32(v, _mm256_set1_epi32(k)); }
-ACLNN_ALWAYS_INLINE I8 keep(__mmask8 k, __m256i v, const I8& otherwise) {
-  return (I8)_mm256_mask_blend_epi32(k, (__m256i)otherwise, v);
+ACLNN_ALWAYS_INLINE IV keep(__mmask8 k, __m256i v, const IV& otherwise) {
+  return (IV)_mm256_mask_blend_epi32(k, (__m256i)otherwise, v);
 }
 #endif
 
-ACLNN_ALWAYS_INLINE D8 load8(const double* p) {
-  D8 v;
+ACLNN_ALWAYS_INLINE DV load_v(const double* p) {
+  DV v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 template <class V, class E>
 ACLNN_ALWAYS_INLINE void store_n(E* dst, const V& v, int count) {
-  if (count == kLanes) {
+  if (count == kVec) {
     std::memcpy(dst, &v, sizeof v);
   } else {
-    E tmp[kLanes];
+    E tmp[kVec];
     std::memcpy(tmp, &v, sizeof v);
     std::memcpy(dst, tmp, size_t(count) * sizeof(E));
   }
@@ -142,37 +144,38 @@ Axis make_axis(int64_t size, bool align) {
 }
 
 template <bool Align>
-ACLNN_ALWAYS_INLINE D8 unnormalize(const D8& g, const Axis& a) {
+ACLNN_ALWAYS_INLINE DV unnormalize(const DV& g, const Axis& a) {
   return Align ? (g + 1.0) * a.scale : (g + 1.0) * a.scale - 0.5;
 }
 
 // Clamp to [0, max]; NaN -> 0 (PyTorch's clamp_min(0, x) keeps the 0 when x is NaN).
-ACLNN_ALWAYS_INLINE D8 clip(const D8& x, const Axis& a) {
-  return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), D8{});
+ACLNN_ALWAYS_INLINE DV clip(const DV& x, const Axis& a) {
+  return vsel(x > 0.0, vsel(x < a.max_val, x, splat(a.max_val)), DV{});
 }
 
-// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `against`, when
-// given, receives whether the result moves against x (the gradient multiplier is then -1).
+// Reflection into [low, low + span]; NaN propagates (PyTorch's minimum()). `mult`, when given,
+// is negated in the lanes where the result moves against x (a gradient multiplier).
 template <bool Align>
-ACLNN_ALWAYS_INLINE D8 reflect(const D8& x, const Axis& a, M8* against = nullptr) {
-  if (Align && a.empty) {
-    if (against) *against = M8{};
-    return D8{};
+ACLNN_ALWAYS_INLINE DV reflect(const DV& x, const Axis& a, DV* mult = nullptr) {
+  if (Align && a.empty) return DV{};
+  const DV shifted = Align ? x : x - a.low;
+  const DV in = vabs(shifted);
+  const DV extra = in - vfloor(in / a.twice_span) * a.twice_span;  // in >= 0: floor == trunc
+  const DV other = a.twice_span - extra;
+  if (mult) {  // against x: in the period's far half, or x below the interval, but not both
+    // (Two selects on comparisons rather than one on their XOR: SSE2 has no test of a 64-bit
+    // lane for the select to use on a computed mask, and GCC expanded it lane by lane.)
+    *mult = vsel(extra > other, -*mult, *mult);
+    *mult = vsel(shifted < 0.0, -*mult, *mult);
   }
-  const D8 shifted = Align ? x : x - a.low;
-  const D8 in = vabs(shifted);
-  const D8 extra = in - vfloor(in / a.twice_span) * a.twice_span;  // in >= 0: floor == trunc
-  const D8 other = a.twice_span - extra;
-  const M8 flip = extra > other;
-  if (against) *against = flip ^ (shifted < 0.0);
   // extra NaN: the comparison fails and `other` (NaN too) is taken, as minimum() would.
-  const D8 r = vsel(extra < other, extra, other);
+  const DV r = vsel(extra < other, extra, other);
   return Align ? r : r + a.low;
 }
 
 // Source coordinate as PyTorch's forward pass (and the nearest/bicubic backward) computes it.
 template <int Pad, bool Align>
-ACLNN_ALWAYS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
+ACLNN_ALWAYS_INLINE DV map_coordinate(const DV& x, const Axis& a) {
   if (Pad == kBorder) return clip(x, a);
   if (Pad == kReflection) return clip(reflect<Align>(x, a), a);
   return x;
@@ -180,25 +183,23 @@ ACLNN_ALWAYS_INLINE D8 map_coordinate(const D8& x, const Axis& a) {
 
 // Bilinear source coordinate and its gradient multiplier d(coordinate)/d(grid value).
 template <int Pad, bool Align>
-ACLNN_ALWAYS_INLINE D8 bilinear_coordinate(const D8& g, const Axis& a, D8* mult) {
-  D8 x = unnormalize<Align>(g, a);
+ACLNN_ALWAYS_INLINE DV bilinear_coordinate(const DV& g, const Axis& a, DV* mult) {
+  DV x = unnormalize<Align>(g, a);
   if (Pad == kZeros) {
     *mult = splat(a.scale);
     return x;
   }
-  D8 m = splat(a.scale);
+  DV m = splat(a.scale);
   if (Pad == kReflection) {
     if (Align && a.empty) {
-      x = D8{};
-      m = D8{};
+      x = DV{};
+      m = DV{};
     } else {
-      M8 against;
-      x = reflect<Align>(x, a, &against);
-      m = vsel(against, splat(-a.scale), m);
+      x = reflect<Align>(x, a, &m);
     }
   }
   // Borders count as outside for the gradient; NaN (see the header) becomes 0 with no gradient.
-  *mult = vsel((x > 0.0) & (x < a.max_val), m, D8{});
+  *mult = vsel((x > 0.0) & (x < a.max_val), m, DV{});
   return clip(x, a);
 }
 
@@ -221,9 +222,9 @@ struct Records {
 
 // Cubic convolution weights of the 4 taps at distance t in [0, 1) (A = -0.75) and their
 // derivatives, as PyTorch's get_cubic_coefficients(_grad) write them.
-ACLNN_ALWAYS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
+ACLNN_ALWAYS_INLINE void cubic_weights(const DV& t, DV w[4]) {
   const double A = kCubicA;
-  D8 x = t + 1.0;
+  DV x = t + 1.0;
   w[0] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
   x = t;
   w[1] = ((A + 2) * x - (A + 3)) * x * x + 1.0;
@@ -233,9 +234,9 @@ ACLNN_ALWAYS_INLINE void cubic_weights(const D8& t, D8 w[4]) {
   w[3] = ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
 }
 
-ACLNN_ALWAYS_INLINE void cubic_weight_slopes(const D8& t, D8 g[4]) {
+ACLNN_ALWAYS_INLINE void cubic_weight_slopes(const DV& t, DV g[4]) {
   const double A = kCubicA;
-  D8 x = -1.0 - t;
+  DV x = -1.0 - t;
   g[0] = (-3 * A * x - 10 * A) * x - 8 * A;
   x = -t;
   g[1] = (-3 * (A + 2) * x - 2 * (A + 3)) * x;
@@ -255,19 +256,23 @@ struct Geometry {
 template <int Interp, int Pad, bool Align>
 void compute_records(const Geometry& g, const double* gxv, const double* gyv, int64_t i0, int64_t len,
                      const Records& r) {
-  const int32_t W = int32_t(g.W);
-  const I8 sink = I8{} + int32_t(g.HW);
   const double Wd = double(g.W), Hd = double(g.H);
-  for (int64_t q = 0; q < len; q += kLanes) {
-    const int cnt = int(std::min<int64_t>(kLanes, len - q));
+#if ACLNN_ISA_LEVEL == 2
+  const int32_t W = int32_t(g.W);
+  const IV sink = IV{} + int32_t(g.HW);
+#else
+  const DV sink = splat(double(g.HW));
+#endif
+  for (int64_t q = 0; q < len; q += kVec) {
+    const int cnt = int(std::min<int64_t>(kVec, len - q));
     const int64_t i = i0 + q;
-    const D8 gx = load8(gxv + q), gy = load8(gyv + q);
+    const DV gx = load_v(gxv + q), gy = load_v(gyv + q);
     if (Interp == kBilinear) {
-      D8 mx, my;
-      const D8 x = bilinear_coordinate<Pad, Align>(gx, g.ax, &mx);
-      const D8 y = bilinear_coordinate<Pad, Align>(gy, g.ay, &my);
-      const D8 x0 = vfloor(x), y0 = vfloor(y);
-      const D8 w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
+      DV mx, my;
+      const DV x = bilinear_coordinate<Pad, Align>(gx, g.ax, &mx);
+      const DV y = bilinear_coordinate<Pad, Align>(gy, g.ay, &my);
+      const DV x0 = vfloor(x), y0 = vfloor(y);
+      const DV w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
       // Corner validity, decided in floating point (NaN and huge values are simply outside).
 #if ACLNN_ISA_LEVEL == 2
       // A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H): its base converts
@@ -283,58 +288,59 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       store_n(r.corner[2] + i, corner(kw & ks, W), cnt);
       store_n(r.corner[3] + i, corner(ke & ks, W + 1), cnt);
 #else
-      const M8 vw = (x0 >= 0.0) & (x0 < Wd), ve = (x0 >= -1.0) & (x0 < Wd - 1);
-      const M8 vn = (y0 >= 0.0) & (y0 < Hd), vs = (y0 >= -1.0) & (y0 < Hd - 1);
-      const I8 ix = to_i8(vsel(vw | ve, x0, D8{})), iy = to_i8(vsel(vn | vs, y0, D8{}));
-      const I8 base = iy * W + ix;
-      store_n(r.corner[0] + i, vsel(vw & vn, base, sink), cnt);
-      store_n(r.corner[1] + i, vsel(ve & vn, base + 1, sink), cnt);
-      store_n(r.corner[2] + i, vsel(vw & vs, base + W, sink), cnt);
-      store_n(r.corner[3] + i, vsel(ve & vs, base + (W + 1), sink), cnt);
+      // Indices in double (integers below 2^31: exact), selected there and converted once a
+      // corner. Selecting int32 lanes by int64 masks, and SSE2's int32 multiply, were expanded
+      // lane by lane.
+      const MV vw = (x0 >= 0.0) & (x0 < Wd), ve = (x0 >= -1.0) & (x0 < Wd - 1);
+      const MV vn = (y0 >= 0.0) & (y0 < Hd), vs = (y0 >= -1.0) & (y0 < Hd - 1);
+      const DV base = y0 * Wd + x0;
+      store_n(r.corner[0] + i, to_iv(vsel(vw & vn, base, sink)), cnt);
+      store_n(r.corner[1] + i, to_iv(vsel(ve & vn, base + 1.0, sink)), cnt);
+      store_n(r.corner[2] + i, to_iv(vsel(vw & vs, base + Wd, sink)), cnt);
+      store_n(r.corner[3] + i, to_iv(vsel(ve & vs, base + (Wd + 1.0), sink)), cnt);
 #endif
-      store_n(r.frac[0] + i, to_f8(w), cnt);
-      store_n(r.frac[1] + i, to_f8(e), cnt);
-      store_n(r.frac[2] + i, to_f8(n), cnt);
-      store_n(r.frac[3] + i, to_f8(s), cnt);
+      store_n(r.frac[0] + i, to_fv(w), cnt);
+      store_n(r.frac[1] + i, to_fv(e), cnt);
+      store_n(r.frac[2] + i, to_fv(n), cnt);
+      store_n(r.frac[3] + i, to_fv(s), cnt);
       if (Pad != kZeros) {  // (zeros: the axis scales, which store_grid_grad applies itself)
-        store_n(r.mult[0] + i, to_f8(mx), cnt);
-        store_n(r.mult[1] + i, to_f8(my), cnt);
+        store_n(r.mult[0] + i, to_fv(mx), cnt);
+        store_n(r.mult[1] + i, to_fv(my), cnt);
       }
     } else if (Interp == kNearest) {
-      const D8 x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
-      const D8 y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
+      const DV x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
+      const DV y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
 #if ACLNN_ISA_LEVEL == 2
       const __mmask8 inside = in_range(x, 0.0, Wd) & in_range(y, 0.0, Hd);
       store_n(r.corner[0] + i, keep(inside, _mm256_add_epi32(times(to_i32(y), W), to_i32(x)), sink), cnt);
 #else
-      const M8 valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
-      const I8 ix = to_i8(vsel(valid, x, D8{})), iy = to_i8(vsel(valid, y, D8{}));
-      store_n(r.corner[0] + i, vsel(valid, iy * W + ix, sink), cnt);
+      const MV valid = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
+      store_n(r.corner[0] + i, to_iv(vsel(valid, y * Wd + x, sink)), cnt);
 #endif
     } else {
-      const D8 x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
-      const D8 x0 = vfloor(x), y0 = vfloor(y);
-      D8 wx[4], wy[4], sx[4], sy[4];
+      const DV x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
+      const DV x0 = vfloor(x), y0 = vfloor(y);
+      DV wx[4], wy[4], sx[4], sy[4];
       cubic_weights(x - x0, wx);
       cubic_weights(y - y0, wy);
       cubic_weight_slopes(x - x0, sx);
       cubic_weight_slopes(y - y0, sy);
       for (int k = 0; k < 4; ++k) {
-        const D8 xx = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
-        const D8 yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
+        const DV xx = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
+        const DV yy = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
         // Mapped taps are integral; zeros padding checks the range (the others are inside).
 #if ACLNN_ISA_LEVEL == 2
-        store_n(r.tap_col[k] + i, keep(in_range(xx, 0.0, Wd), to_i32(xx), I8{} - 1), cnt);
-        store_n(r.tap_row[k] + i, keep(in_range(yy, 0.0, Hd), times(to_i32(yy), W), I8{} - 1), cnt);
+        store_n(r.tap_col[k] + i, keep(in_range(xx, 0.0, Wd), to_i32(xx), IV{} - 1), cnt);
+        store_n(r.tap_row[k] + i, keep(in_range(yy, 0.0, Hd), times(to_i32(yy), W), IV{} - 1), cnt);
 #else
-        const M8 vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
-        store_n(r.tap_col[k] + i, vsel(vx, to_i8(vsel(vx, xx, D8{})), I8{} - 1), cnt);
-        store_n(r.tap_row[k] + i, vsel(vy, to_i8(vsel(vy, yy, D8{})) * W, I8{} - 1), cnt);
+        const MV vx = (xx >= 0.0) & (xx < Wd), vy = (yy >= 0.0) & (yy < Hd);
+        store_n(r.tap_col[k] + i, to_iv(vsel(vx, xx, splat(-1.0))), cnt);
+        store_n(r.tap_row[k] + i, to_iv(vsel(vy, yy * Wd, splat(-1.0))), cnt);
 #endif
-        store_n(r.cx[k] + i, to_f8(wx[k]), cnt);
-        store_n(r.cy[k] + i, to_f8(wy[k]), cnt);
-        store_n(r.ncxg[k] + i, to_f8(-sx[k]), cnt);
-        store_n(r.ncyg[k] + i, to_f8(-sy[k]), cnt);
+        store_n(r.cx[k] + i, to_fv(wx[k]), cnt);
+        store_n(r.cy[k] + i, to_fv(wy[k]), cnt);
+        store_n(r.ncxg[k] + i, to_fv(-sx[k]), cnt);
+        store_n(r.ncyg[k] + i, to_fv(-sy[k]), cnt);
       }
     }
   }
