@@ -182,9 +182,21 @@ inline float reduce_add(VecF v) {
 // lanes. For a vector whose top k lanes are zero (a partial load of at most kWidth - k values),
 // that moves its values to lanes k and up and puts zeros below.
 inline VecF rotate_lanes_up(VecF v, int k) {
+#if ACLNN_ISA_LEVEL == 0
+  // A constant shuffle per k: SSE2 has no variable lane permutation, and GCC expanded the
+  // general form below lane by lane.
+  static_assert(kWidth == 4, "the baseline's vectors are 4 lanes");
+  switch (k) {
+    case 0: return v;
+    case 1: return __builtin_shufflevector(v, v, 3, 0, 1, 2);
+    case 2: return __builtin_shufflevector(v, v, 2, 3, 0, 1);
+    default: return __builtin_shufflevector(v, v, 1, 2, 3, 0);
+  }
+#else
   VecI iota;
   for (int i = 0; i < kWidth; ++i) iota[i] = i;
   return __builtin_shuffle(v, (iota - k) & (kWidth - 1));
+#endif
 }
 
 inline VecF floor(VecF v) {
