@@ -315,6 +315,14 @@ class Runner {
       _mm512_store_pd(gx + q, _mm512_permutex2var_pd(lo, even, hi));
       _mm512_store_pd(gy + q, _mm512_permutex2var_pd(lo, odd, hi));
     }
+#elif ACLNN_ISA_LEVEL == 1
+    for (; q + 4 <= len; q += 4) {  // 4 pairs at a time, as above
+      const __m256 xy = _mm256_loadu_ps(pairs + 2 * q);
+      const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(xy)), hi = _mm256_cvtps_pd(_mm256_extractf128_ps(xy, 1));
+      // unpacklo: [x0 x2 x1 x3], unpackhi: [y0 y2 y1 y3]; then qwords 0, 2, 1, 3.
+      _mm256_store_pd(gx + q, _mm256_permute4x64_pd(_mm256_unpacklo_pd(lo, hi), 0xD8));
+      _mm256_store_pd(gy + q, _mm256_permute4x64_pd(_mm256_unpackhi_pd(lo, hi), 0xD8));
+    }
 #endif
     for (; q < len; ++q) {
       gx[q] = double(pairs[2 * q]);

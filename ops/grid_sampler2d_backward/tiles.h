@@ -169,7 +169,7 @@ struct TileArgs {
 // 2 threads, fp32: 0.966x the time with the planes read in place).
 template <int Cb>
 constexpr bool tile_reads_planes() {
-  return ACLNN_ISA_LEVEL == 2 && Cb == 4;
+  return ACLNN_ISA_LEVEL >= 1 && Cb == 4;
 }
 
 using TileFn = void (*)(const TileArgs&);
@@ -348,12 +348,107 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
 }
 #endif
 
+#if ACLNN_ISA_LEVEL == 1
+// tile_bilinear_wide on AVX2, 4-lane blocks only: 4 positions a step, as two 256-bit halves of
+// 2 positions each (a position per 128-bit lane), with the same operations per lane and
+// position as the one-position loop, so the same results. gradOutput comes from the tile or,
+// where the plan lets tiles read planes (tile_reads_planes), from its 4 rows: 4 positions of
+// each row transposed in registers, so the transposing pass over the tile is skipped.
+template <bool NeedIg, bool NeedGx, bool Prefetch, class G>
+int64_t tile_bilinear_wide(const TileArgs& t) {
+  constexpr int Cb = 4;
+  const BilinearTile b(t);  // (locals, not a structured binding: the lambda below captures them)
+  const int32_t *const k0 = b.k0, *const k1 = b.k1, *const k2 = b.k2, *const k3 = b.k3;
+  const float *const gt = b.gt, *const in = b.in;
+  float *const ig = b.ig, *const part = b.part;
+  const int64_t len = b.len, end = len - len % 4;
+  const G* const g0 = t.rows ? static_cast<const G*>(t.rows[0]) : nullptr;  // (see the AVX-512 form)
+  const G* const g1 = t.rows ? static_cast<const G*>(t.rows[1]) : nullptr;
+  const G* const g2 = t.rows ? static_cast<const G*>(t.rows[2]) : nullptr;
+  const G* const g3 = t.rows ? static_cast<const G*>(t.rows[3]) : nullptr;
+  // Lane l of half h belongs to position 2h + l / 4: `spread[h]` copies its fractions across.
+  const __m256i spread[2] = {_mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0), _mm256_set_epi32(3, 3, 3, 3, 2, 2, 2, 2)};
+  for (int64_t q = 0; q < end; q += 4) {
+    F4 gp[4];  // gp[k]: the 4 lanes of position q + k
+    if (g0) {
+      gp[0] = load4_as_float(g0 + q), gp[1] = load4_as_float(g1 + q);
+      gp[2] = load4_as_float(g2 + q), gp[3] = load4_as_float(g3 + q);
+      transpose4(gp[0], gp[1], gp[2], gp[3]);
+    } else {
+      for (int k = 0; k < 4; ++k) gp[k] = load4(gt + (q + k) * Cb);
+    }
+    const __m128 w4 = _mm_loadu_ps(b.fw + q), e4 = _mm_loadu_ps(b.fe + q);
+    const __m128 n4 = _mm_loadu_ps(b.fn + q), s4 = _mm_loadu_ps(b.fs + q);
+    alignas(16) float wt[4][4];  // [corner][position]: the scatter's weights, 4 at a time
+    if (NeedIg) {
+      _mm_store_ps(wt[0], _mm_mul_ps(s4, e4));
+      _mm_store_ps(wt[1], _mm_mul_ps(s4, w4));
+      _mm_store_ps(wt[2], _mm_mul_ps(n4, e4));
+      _mm_store_ps(wt[3], _mm_mul_ps(n4, w4));
+    }
+    __m128 corner[4][4];  // [position][nw, ne, sw, se]
+    for (int k = 0; k < 4; ++k) {
+      const int64_t at = q + k;
+      if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
+      const int64_t c0 = int64_t(k0[at]) * Cb, c1 = int64_t(k1[at]) * Cb;
+      const int64_t c2 = int64_t(k2[at]) * Cb, c3 = int64_t(k3[at]) * Cb;
+      if (NeedIg) {
+        // One read-modify-write after the other: out-of-range corners share the sink row.
+        vaccumulate<Cb>(ig + c0, gp[k], wt[0][k]);
+        vaccumulate<Cb>(ig + c1, gp[k], wt[1][k]);
+        vaccumulate<Cb>(ig + c2, gp[k], wt[2][k]);
+        vaccumulate<Cb>(ig + c3, gp[k], wt[3][k]);
+      }
+      if (NeedGx) {
+        corner[k][0] = _mm_loadu_ps(in + c0);
+        corner[k][1] = _mm_loadu_ps(in + c1);
+        corner[k][2] = _mm_loadu_ps(in + c2);
+        corner[k][3] = _mm_loadu_ps(in + c3);
+      }
+    }
+    if (!NeedGx) continue;
+    __m128 sums[2];  // pair sums, [x, y] of positions 2h and 2h + 1 in half h
+    for (int h = 0; h < 2; ++h) {
+      const auto pair = [&](int j) { return _mm256_set_m128(corner[2 * h + 1][j], corner[2 * h][j]); };
+      const __m256 nw = pair(0), ne = pair(1), sw = pair(2), se = pair(3);
+      const __m256 g = _mm256_set_m128((__m128)gp[2 * h + 1], (__m128)gp[2 * h]);
+      const auto spread_over = [&](__m128 v) { return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread[h]); };
+      const __m256 w = spread_over(w4), e = spread_over(e4), n = spread_over(n4), s = spread_over(s4);
+      const __m256 dx =
+          _mm256_mul_ps(_mm256_fmadd_ps(_mm256_sub_ps(se, sw), n, _mm256_mul_ps(_mm256_sub_ps(ne, nw), s)), g);
+      const __m256 dy =
+          _mm256_mul_ps(_mm256_fmadd_ps(_mm256_sub_ps(se, ne), w, _mm256_mul_ps(_mm256_sub_ps(sw, nw), e)), g);
+      // pair_sum<4> per position, in its order: [dx0 + dx2, dx1 + dx3, dy0 + dy2, dy1 + dy3]
+      // per 128-bit lane, then lane i + lane i + 1.
+      const __m256 hsum = _mm256_add_ps(_mm256_shuffle_ps(dx, dy, _MM_SHUFFLE(1, 0, 1, 0)),
+                                        _mm256_shuffle_ps(dx, dy, _MM_SHUFFLE(3, 2, 3, 2)));
+      const __m256 lanes = _mm256_add_ps(hsum, _mm256_permute_ps(hsum, _MM_SHUFFLE(2, 3, 0, 1)));
+      // Lanes 0 and 2 of each 128-bit lane: x and y of its position.
+      const __m256 xy = _mm256_permutevar8x32_ps(lanes, _mm256_set_epi32(0, 0, 0, 0, 6, 4, 2, 0));
+      sums[h] = _mm256_castps256_ps128(xy);
+    }
+    _mm_storeu_ps(part + 2 * q, sums[0]);
+    _mm_storeu_ps(part + 2 * q + 4, sums[1]);
+  }
+  return end;
+}
+#endif
+
 // G: the storage type of TileArgs::rows (unused when the tile comes transposed).
 template <int Cb, bool NeedIg, bool NeedGx, class G = float>
 void tile_bilinear(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   const auto [k0, k1, k2, k3, fw, fe, fn, fs, gt, in, ig, part, len] = BilinearTile(t);
   int64_t q = 0;
+#if ACLNN_ISA_LEVEL == 1
+  if constexpr (Cb == 4) {  // (the AVX-512 rule below for prefetches)
+    if ((t.sink + Cb) * int64_t(sizeof(float)) <= kBilinearNoPrefetchBytes) {
+      q = tile_bilinear_wide<NeedIg, NeedGx, false, G>(t);
+    } else {
+      q = tile_bilinear_wide<NeedIg, NeedGx, true, G>(t);
+    }
+  }
+#endif
 #if ACLNN_ISA_LEVEL == 2
   // Buffers of up to 1 MiB are not prefetched: the prefetches' index loads and address
   // arithmetic were a fifth of the loop's instructions, and a warp's lines come from L2 in
