@@ -386,30 +386,25 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
       _mm_store_ps(wt[2], _mm_mul_ps(n4, e4));
       _mm_store_ps(wt[3], _mm_mul_ps(n4, w4));
     }
-    __m128 corner[4][4];  // [position][nw, ne, sw, se]
-    for (int k = 0; k < 4; ++k) {
-      const int64_t at = q + k;
-      if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
-      const int64_t c0 = int64_t(k0[at]) * Cb, c1 = int64_t(k1[at]) * Cb;
-      const int64_t c2 = int64_t(k2[at]) * Cb, c3 = int64_t(k3[at]) * Cb;
-      if (NeedIg) {
-        // One read-modify-write after the other: out-of-range corners share the sink row.
-        vaccumulate<Cb>(ig + c0, gp[k], wt[0][k]);
-        vaccumulate<Cb>(ig + c1, gp[k], wt[1][k]);
-        vaccumulate<Cb>(ig + c2, gp[k], wt[2][k]);
-        vaccumulate<Cb>(ig + c3, gp[k], wt[3][k]);
-      }
-      if (NeedGx) {
-        corner[k][0] = _mm_loadu_ps(in + c0);
-        corner[k][1] = _mm_loadu_ps(in + c1);
-        corner[k][2] = _mm_loadu_ps(in + c2);
-        corner[k][3] = _mm_loadu_ps(in + c3);
-      }
-    }
-    if (!NeedGx) continue;
+    // A half (2 positions) at a time: its scatter, then its gridGrad from its corners loaded
+    // straight into 256-bit pairs. (Holding all 4 positions' 16 corner vectors exceeded AVX2's
+    // 16 registers: GCC spilled them. Per half, the tile ran 4% fewer instructions, callgrind.)
     __m128 sums[2];  // pair sums, [x, y] of positions 2h and 2h + 1 in half h
     for (int h = 0; h < 2; ++h) {
-      const auto pair = [&](int j) { return _mm256_set_m128(corner[2 * h + 1][j], corner[2 * h][j]); };
+      int64_t c[2][4];  // [position of the half][nw, ne, sw, se]: float offsets in the buffers
+      for (int j = 0; j < 2; ++j) {
+        const int k = 2 * h + j;
+        const int64_t at = q + k;
+        if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
+        c[j][0] = int64_t(k0[at]) * Cb, c[j][1] = int64_t(k1[at]) * Cb;
+        c[j][2] = int64_t(k2[at]) * Cb, c[j][3] = int64_t(k3[at]) * Cb;
+        if (NeedIg) {
+          // One read-modify-write after the other: out-of-range corners share the sink row.
+          for (int i = 0; i < 4; ++i) vaccumulate<Cb>(ig + c[j][i], gp[k], wt[i][k]);
+        }
+      }
+      if (!NeedGx) continue;
+      const auto pair = [&](int i) { return _mm256_loadu2_m128(in + c[1][i], in + c[0][i]); };
       const __m256 nw = pair(0), ne = pair(1), sw = pair(2), se = pair(3);
       const __m256 g = _mm256_set_m128((__m128)gp[2 * h + 1], (__m128)gp[2 * h]);
       const auto spread_over = [&](__m128 v) { return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v), spread[h]); };
@@ -427,6 +422,7 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
       const __m256 xy = _mm256_permutevar8x32_ps(lanes, _mm256_set_epi32(0, 0, 0, 0, 6, 4, 2, 0));
       sums[h] = _mm256_castps256_ps128(xy);
     }
+    if (!NeedGx) continue;
     _mm_storeu_ps(part + 2 * q, sums[0]);
     _mm_storeu_ps(part + 2 * q + 4, sums[1]);
   }
