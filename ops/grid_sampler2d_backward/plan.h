@@ -75,9 +75,9 @@ int record_arrays(int64_t interp) { return interp == kBilinear ? 10 : interp == 
 // registers' instructions anyway, and GCC expands some operations of generic vectors wider
 // than the registers element by element (the lane shuffles of fmadd's and pair_sum's 16-lane
 // forms went through memory on AVX2). On a Zen 3 (AVX2) machine, 2 threads, fp32, processes
-// alternated, 8-lane blocks against 16-lane ones: N1 C256 64x64 -> 128x128 bilinear warp 1.04x
-// the time, N32 C32 64x64 bilinear 1.00x, nearest 1.00x, bicubic 0.95x: a tie, so the widths
-// the level cannot hold in a register are neither planned nor compiled.
+// alternated, 16-lane blocks against 8-lane ones: N1 C256 64x64 -> 128x128 bilinear warp 1.52x
+// the time, N32 C32 64x64 bilinear 1.51x, nearest 1.21x, bicubic 2.46x. So the widths the
+// level cannot hold in a register are neither planned nor compiled.
 int pick_block_width(int64_t C) {
   if (C == 1) return 1;  // one lane: no transposes, a quarter of the buffers
   // Relative cost of one position for one block of each width; fewest total cost wins.
