@@ -291,6 +291,14 @@ ACLNN_ALWAYS_INLINE VecI float_to_bf16_bits(VecF v) {
   // 0xEA: (u & B) | C with u = sign source, B = 0x80000000, C = 0x7FC00000
   const VecU u = (VecU)_mm512_mask_ternarylogic_epi32((__m512i)v, nan, _mm512_set1_epi32(int(0x80000000u)),
                                                        _mm512_set1_epi32(0x7fc00000), 0xEA);
+#elif ACLNN_ISA_LEVEL == 1
+  // Without AVX-512's masked ternary logic the NaN fix costs five vector operations, as many as
+  // the rounding: it runs only for a vector with a NaN lane (found by one unordered compare and
+  // a test), which real data almost never has.
+  const __m256 nan = _mm256_cmp_ps((__m256)v, (__m256)v, _CMP_UNORD_Q);
+  VecU u = (VecU)v;
+  if (__builtin_expect(!_mm256_testz_ps(nan, nan), 0))
+    u = (VecU)_mm256_blendv_ps((__m256)v, (__m256)((u & 0x80000000u) | 0x7fc00000u), nan);
 #else
   const VecU raw = (VecU)v;
   const VecI is_nan = (VecI)(raw & 0x7fffffffu) > 0x7f800000;
@@ -801,6 +809,16 @@ ACLNN_ALWAYS_INLINE VecU bf16_pair_bits(Pair v) {
     const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
                                            22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     return (VecU)_mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh((__m512)v.b, (__m512)v.a));
+  }
+#endif
+#if ACLNN_ISA_LEVEL == 1
+  // One NaN test for the pair, and the odd half rounded in place (masked, not shifted down
+  // and back up).
+  const __m256 nan = _mm256_or_ps(_mm256_cmp_ps((__m256)v.a, (__m256)v.a, _CMP_UNORD_Q),
+                                  _mm256_cmp_ps((__m256)v.b, (__m256)v.b, _CMP_UNORD_Q));
+  if (__builtin_expect(_mm256_testz_ps(nan, nan), 1)) {
+    const VecU a = (VecU)v.a, b = (VecU)v.b;
+    return ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16) | ((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
   }
 #endif
   return (VecU)float_to_bf16_bits(v.a) | ((VecU)float_to_bf16_bits(v.b) << 16);
