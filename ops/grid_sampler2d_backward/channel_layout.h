@@ -509,11 +509,11 @@ void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c,
 }
 #endif
 
-#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 1
-// group8_to_rows for fp32 with whole lines streamed (see group_to_rows_streamed below); rows
-// r[0..7] share their offset within a line. 16 positions are one line of each row: two 8 x 8
-// blocks, joined into one 64-byte store per row. The partial lines at either end go through
-// group8_to_rows.
+#if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
+// group8_to_rows for fp32 with whole lines streamed (see group_to_rows_streamed below; the
+// plan streams on AVX-512 only); rows r[0..7] share their offset within a line. 16 positions
+// are one line of each row: two 8 x 8 blocks, joined into one 64-byte store per row. The
+// partial lines at either end go through group8_to_rows.
 template <int Cb, bool Parts>
 void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
                                    float* const* r) {
@@ -528,14 +528,7 @@ void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part
     }
     transpose8x8_floats(lo);
     transpose8x8_floats(hi);
-    for (int j = 0; j < 8; ++j) {
-#if ACLNN_ISA_LEVEL >= 2
-      _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
-#else
-      _mm256_stream_ps(r[j] + q, lo[j]);
-      _mm256_stream_ps(r[j] + q + 8, hi[j]);
-#endif
-    }
+    for (int j = 0; j < 8; ++j) _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
   }
   group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
@@ -684,11 +677,13 @@ void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, 
       if (!stream) {
         for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, rows + c);
       }
-      if constexpr (std::is_same<T, float>::value) {  // (only fp32 streams: see the plan)
+#if ACLNN_ISA_LEVEL >= 2
+      if constexpr (std::is_same<T, float>::value) {  // (only fp32 streams, on AVX-512: see the plan)
         if (stream && contiguous)
           for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8)
             float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
       }
+#endif
     }
 #endif
     for (; c < cvalid; c += 4) {
