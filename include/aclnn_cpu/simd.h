@@ -280,6 +280,11 @@ ACLNN_ALWAYS_INLINE VecI float_to_half_bits(VecF v) {
   return ((u >> 16) & 0x8000) | out;
 }
 
+// The fp32 bits u rounded to nearest even at bit 16: the bf16 value in the high half (the low
+// half is not cleared). A NaN must first become sign | 0x7FC00000, which this leaves alone (a
+// NaN with low payload bits could carry into infinity).
+ACLNN_ALWAYS_INLINE VecU bf16_rounded(VecU u) { return u + 0x7fffu + ((u >> 16) & 1u); }
+
 // fp32 -> bf16 bits (zero-extended in 32-bit lanes): round to nearest even on the integer
 // bits; NaN -> quiet 0x7FC0 with the sign kept (ml_dtypes' result).
 // NaN lanes are first replaced by sign | 0x7FC00000, which the rounding then leaves alone (its
@@ -304,7 +309,7 @@ ACLNN_ALWAYS_INLINE VecI float_to_bf16_bits(VecF v) {
   const VecI is_nan = (VecI)(raw & 0x7fffffffu) > 0x7f800000;
   const VecU u = (VecU)select(is_nan, (VecI)((raw & 0x80000000u) | 0x7fc00000u), (VecI)raw);
 #endif
-  return (VecI)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return (VecI)(bf16_rounded(u) >> 16);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -818,7 +823,7 @@ ACLNN_ALWAYS_INLINE VecU bf16_pair_bits(Pair v) {
                                   _mm256_cmp_ps((__m256)v.b, (__m256)v.b, _CMP_UNORD_Q));
   if (__builtin_expect(_mm256_testz_ps(nan, nan), 1)) {
     const VecU a = (VecU)v.a, b = (VecU)v.b;
-    return ((a + 0x7fffu + ((a >> 16) & 1u)) >> 16) | ((b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u);
+    return (bf16_rounded(a) >> 16) | (bf16_rounded(b) & 0xffff0000u);
   }
 #endif
   return (VecU)float_to_bf16_bits(v.a) | ((VecU)float_to_bf16_bits(v.b) << 16);
