@@ -122,14 +122,14 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // Zen 4's 32: the size from which streaming was measured to win there; tests shrink the cache
   // size to run this path on small data). fp32 only: for fp16/bf16 streaming measured slower,
   // with 16- and 64-byte stores alike (nearest b32 fp16 1.42 against 1.35 ms). AVX-512 only,
-  // as simd.h's rule for streams has it: below it, a line takes several narrower streaming
+  // as simd.h's rule for streams has it (kLineStreams): below it, a line takes several narrower streaming
   // stores, and on an AVX2-only Zen 3 (2 threads, fp32, processes alternated) normal stores
   // took 0.79x the time of the 32-byte streams on N32 C32 64x64 nearest, 0.90x on N128 C32
   // (64 MiB a tensor, far beyond the 32 MiB L3, so not a matter of outputs left in cache),
   // 0.94x bilinear, 0.99x bicubic, and 0.88x / 0.96x the 16-byte streams of N16 C4 256x256
   // nearest / bilinear.
   const uint64_t ig_bytes = uint64_t(g.N * g.C * g.HW) * 4;
-  p.stream_out = ACLNN_ISA_LEVEL == 2 && p.need_ig && a.input.dtype == DType::Float32 &&
+  p.stream_out = simd::kLineStreams<float> && p.need_ig && a.input.dtype == DType::Float32 &&
                  simd::streams_worthwhile(4 * ig_bytes, 1);
   p.cb = pick_block_width(g.C);
   p.nblocks = ceil_div(g.C, p.cb);
