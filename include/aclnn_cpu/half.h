@@ -98,14 +98,21 @@ inline float from_float<float>(float f) {
   return f;
 }
 
+// fp32 bits u rounded to nearest even at bit 16: the bf16 value in the high half (the low half
+// is not cleared). Adding 0x7fff plus the lowest kept bit rounds ties to even; a carry out of
+// the mantissa bumps the exponent (up to inf). A NaN must first become sign | 0x7FC00000, which
+// this leaves alone (a NaN with low payload bits could carry into infinity). U: uint32_t or a
+// vector of uint32_t lanes (the SIMD conversions use the same step).
+template <class U>
+inline __attribute__((always_inline)) U bf16_rounded(U u) {
+  return u + 0x7fffu + ((u >> 16) & 1u);
+}
+
 template <>
 inline bfloat16_t from_float<bfloat16_t>(float f) {
   const uint32_t u = float_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return bfloat16_t{uint16_t(((u >> 16) & 0x8000u) | 0x7fc0u)};
-  // Adding 0x7fff plus the lowest kept bit rounds to nearest, ties to even; a carry out of the
-  // mantissa correctly bumps the exponent (up to inf).
-  const uint32_t rounded = u + 0x7fffu + ((u >> 16) & 1u);
-  return bfloat16_t{uint16_t(rounded >> 16)};
+  return bfloat16_t{uint16_t(bf16_rounded(u) >> 16)};
 }
 
 template <>

@@ -280,11 +280,6 @@ ACLNN_ALWAYS_INLINE VecI float_to_half_bits(VecF v) {
   return ((u >> 16) & 0x8000) | out;
 }
 
-// The fp32 bits u rounded to nearest even at bit 16: the bf16 value in the high half (the low
-// half is not cleared). A NaN must first become sign | 0x7FC00000, which this leaves alone (a
-// NaN with low payload bits could carry into infinity).
-ACLNN_ALWAYS_INLINE VecU bf16_rounded(VecU u) { return u + 0x7fffu + ((u >> 16) & 1u); }
-
 // fp32 -> bf16 bits (zero-extended in 32-bit lanes): round to nearest even on the integer
 // bits; NaN -> quiet 0x7FC0 with the sign kept (ml_dtypes' result).
 // NaN lanes are first replaced by sign | 0x7FC00000, which the rounding then leaves alone (its

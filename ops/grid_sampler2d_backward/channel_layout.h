@@ -80,7 +80,7 @@ inline void store4(float* p, const F4& v) { std::memcpy(p, &v, sizeof v); }
 // bf16 NaN -> 0x7FC0 with the sign, fp16 NaN quieted).
 inline H4 bf16_bits4(const F4& v) {
   const U4 u = (U4)v;
-  const U4 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const U4 rounded = bf16_rounded(u) >> 16;
   const U4 nan = ((u >> 16) & 0x8000u) | 0x7fc0u;
   return __builtin_convertvector((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded, H4);
 }
