@@ -13,7 +13,9 @@
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
-// branches. gridGrad is a sum over channels: with one block it is written per tile; otherwise
+// branches. (Bilinear with one 4-lane block on whole buffers, below AVX-512, frames the buffers
+// instead: pads around every row take the out-of-range corners, and a record holds one corner;
+// records.h, Frame.) gridGrad is a sum over channels: with one block it is written per tile; otherwise
 // each block writes its per-position partial sums, and phase 3 adds them in block order and
 // applies the multipliers. Grids that reach few of the pixels skip the whole-plane buffers:
 // they run on the pixels reached (compact path, tap grids, pixel slots) or, with up to 4
@@ -242,8 +244,9 @@ class Runner {
       rec_.mult[0] = reinterpret_cast<float*>(ws + p.mult_off);
       rec_.mult[1] = reinterpret_cast<float*>(ws + p.mult_off + p.mult_array);
     }
-    record_fn_ = pick_record_fn(p.interp, p.pad, p.align);
-    tile_fn_ = pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
+    record_fn_ = p.framed ? pick_framed_record_fn(p.pad, p.align) : pick_record_fn(p.interp, p.pad, p.align);
+    tile_fn_ = p.framed ? pick_framed_tile_fn<T, Cb>(p.need_ig, p.need_gx) : pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
+    frame_ = make_frame(g_.H, g_.W);
     if (p.few_bicubic) pixels_tile_fn_ = pick_bicubic_pixels_fn<Cb>(p.need_ig, p.need_gx);
     if constexpr (Cb == 1 || Cb == 4) {
       if (p.direct) direct_fn_ = pick_direct_fn<T>(p.geo.C, p.interp, p.need_ig, p.need_gx);
@@ -352,9 +355,32 @@ class Runner {
   // A channel-last buffer's sink row (pixel HW, where out-of-range taps go) = 0.
   void zero_sink(float* buf) const { std::memset(buf + g_.HW * Cb, 0, Cb * sizeof(float)); }
 
-  // Rows [rows.lo, rows.hi) of a channel-last inputGrad buffer = 0.
+  // Rows [rows.lo, rows.hi) of a channel-last inputGrad buffer = 0 (framed: with their pads).
   void zero_rows(float* buf, RowWindow rows) const {
-    std::memset(buf + rows.lo * g_.W * Cb, 0, size_t((rows.hi - rows.lo) * g_.W * Cb) * sizeof(float));
+    const int64_t first = p_.framed ? frame_.at(rows.lo, 0) : rows.lo * g_.W;
+    const int64_t end = p_.framed ? frame_.at(rows.hi, 0) : rows.hi * g_.W;
+    std::memset(buf + first * Cb, 0, size_t((end - first) * Cb) * sizeof(float));
+  }
+
+  // Framed buffers (Plan::framed): input rows [rows.lo, rows.hi) of channel block b of sample n
+  // into their places in the frame, a row at a time.
+  void load_input_rows_framed(int64_t n, int64_t b, float* dst, RowWindow rows) const {
+    const int64_t c0 = b * Cb;
+    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
+    const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
+    for (int64_t y = rows.lo; y < rows.hi; ++y)
+      load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, y * g_.W, g_.W, dst + frame_.at(y, 0) * Cb);
+  }
+
+  // Every pad pixel of a framed buffer = 0: the row above the image, each row's pad, the two
+  // rows below. (All of them, windowed or not: a few hundred pixels against the rows' H * W.)
+  void zero_frame_pads(float* buf) const {
+    const auto zero = [&](int64_t first, int64_t end) {
+      std::memset(buf + first * Cb, 0, size_t((end - first) * Cb) * sizeof(float));
+    };
+    zero(0, frame_.at(0, 0));  // row -1 and row 0's left pad (row -1's right one)
+    for (int64_t y = 0; y + 1 < g_.H; ++y) zero(frame_.at(y, g_.W), frame_.at(y, g_.W) + 1);
+    zero(frame_.at(g_.H - 1, g_.W), frame_.pixels);
   }
 
   // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
@@ -432,7 +458,9 @@ class Runner {
         d.rec = rec, d.len = len, d.g = gtile, d.part = tile_part;
         direct_fn_(d);
       } else {
-        const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, (taps ? taps->sink : g_.HW) * Cb, planes ? rows : nullptr};
+        const int64_t sink = taps ? taps->sink : p_.framed ? frame_.pixels - 1 : g_.HW;  // (framed: the last pad)
+        const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, sink * Cb, planes ? rows : nullptr,
+                         p_.framed ? frame_.stride * Cb : 0};
         (taps && taps->slot_of ? pixels_tile_fn_ : tile_fn_)(t);
       }
       if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
@@ -488,14 +516,28 @@ class Runner {
       if (p_.need_gx) {
         in = mem;
         mem += bs;
-        for (int64_t r = 0; r < nruns; ++r) load_input_rows(n, b, in, runs[r]);
-        zero_sink(in);  // also when no row is reached
+        for (int64_t r = 0; r < nruns; ++r) {
+          if (p_.framed) {
+            load_input_rows_framed(n, b, in, runs[r]);
+          } else {
+            load_input_rows(n, b, in, runs[r]);
+          }
+        }
+        if (p_.framed) {
+          zero_frame_pads(in);
+        } else {
+          zero_sink(in);  // also when no row is reached
+        }
       }
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
         for (int64_t r = 0; r < nruns; ++r) zero_rows(ig, runs[r]);
-        zero_sink(ig);
+        if (p_.framed) {
+          zero_frame_pads(ig);
+        } else {
+          zero_sink(ig);
+        }
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
       if (!p_.need_ig) return;
@@ -503,7 +545,12 @@ class Runner {
       for (int64_t r = 0; r < nruns; ++r) {
         const int64_t lo = runs[r].lo * g_.W, hi = runs[r].hi * g_.W;
         store_zero_input_grad(n, b, done, lo - done);
-        store_input_grad(n, b, ig, 1, lo, hi - lo);
+        if (p_.framed) {
+          for (int64_t y = runs[r].lo; y < runs[r].hi; ++y)  // (src + y * W * Cb: row y of the frame)
+            store_input_grad(n, b, ig + (frame_.at(y, 0) - y * g_.W) * Cb, 1, y * g_.W, g_.W);
+        } else {
+          store_input_grad(n, b, ig, 1, lo, hi - lo);
+        }
         done = hi;
       }
       store_zero_input_grad(n, b, done, g_.HW - done);
@@ -1104,6 +1151,7 @@ class Runner {
   float* partials_ = nullptr;
   RecordFn record_fn_ = nullptr;
   TileFn tile_fn_ = nullptr;
+  Frame frame_;  // the framed layout's geometry (used when p_.framed)
   TileFn pixels_tile_fn_ = nullptr;  // few_bicubic: tile_bicubic on pixel slots
   DirectFn direct_fn_ = nullptr;     // direct: tile_direct
   bool ig_zeroed_ = false;           // run_fused zeroed inputGrad before its tasks

@@ -386,6 +386,61 @@ def test_special_grad_output_values_match_torch(torch, isa, combo, dtype):
             assert_close_normwise(gg, t_gg, dtype, f"gridGrad C{C}")
 
 
+# The framed layout (bilinear, one 4-lane block of 2-4 channels on whole buffers, at the
+# baseline and AVX2 levels; ops/grid_sampler2d_backward/records.h, Frame): a corner outside the
+# image lands on a pad of the frame, zero in the input buffer, discarded in the inputGrad one.
+# Coordinates on each edge and just beyond it (-1, -0.5, 0, W - 1, W - 0.5, W and around them,
+# on both axes), images one pixel high or wide, a windowed grid (few positions: only the rows
+# they reach are framed), grids far outside; the workspace NaN and zero, one and two threads.
+FRAMED_SHAPES = [(2, 3, 7, 9, 8, 10), (2, 2, 1, 6, 5, 4), (2, 4, 5, 1, 6, 3), (4, 3, 12, 10, 9, 11),
+                 (1, 3, 128, 2, 1, 32)]
+
+
+def edge_grid(rng, N, H, W, Ho, Wo, align):
+    """Grid values (float64) whose pixel coordinates lie on and around the image's edges."""
+    def grid_value(pixel, size):  # the grid value whose source coordinate is `pixel`
+        if align:
+            return 2.0 * pixel / (size - 1) - 1.0 if size > 1 else pixel
+        return (2.0 * pixel + 1.0) / size - 1.0
+    grid = rng.uniform(-1.3, 1.3, (N, Ho, Wo, 2))
+    for axis, size in ((0, W), (1, H)):
+        edges = [grid_value(p, size) for p in (-2.0, -1.0, -0.75, -0.5, 0.0, 0.5, size - 1.5, size - 1.0,
+                                                size - 0.5, size - 0.25, float(size), size + 1.0)]
+        mask = rng.random((N, Ho, Wo)) < 0.7
+        grid[..., axis][mask] = rng.choice(edges, int(mask.sum()))
+    return grid
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_framed_layout_edges(isa, threads, pad, align, dtype):
+    rng = np.random.default_rng(31 + 2 * pad + align)
+    for shape in FRAMED_SHAPES:
+        N, C, H, W, Ho, Wo = shape
+        go = rng.standard_normal((N, C, Ho, Wo)).astype(dtype)
+        x = rng.standard_normal((N, C, H, W)).astype(dtype)
+        grid = edge_grid(rng, N, H, W, Ho, Wo, align).astype(dtype)
+        ig, gg = run_filled_workspaces(threads, go, x, grid, 0, pad, align)
+        check(ig, gg, reference(go, x, grid, 0, pad, align), dtype, f"{shape}")
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_framed_layout_special_values_match_torch(torch, isa, threads, pad, dtype):
+    rng = np.random.default_rng(41 + pad)
+    for shape in FRAMED_SHAPES:
+        N, C, H, W, Ho, Wo = shape
+        go, x, _ = make(rng, N, C, H, W, Ho, Wo, dtype)
+        grid = special_grid(rng, N, Ho, Wo, dtype, pad)
+        ig, gg = run_filled_workspaces(threads, go, x, grid, 0, pad, False)
+        safe = f64(grid)
+        safe[crashes_torch(0, pad, grid)] = -1.0  # the documented equivalent of those entries
+        t_ig, t_gg = torch_reference(torch, go, x, safe.astype(dtype), 0, pad, False)
+        assert_close_normwise(ig, t_ig, dtype, f"inputGrad {shape}")
+        assert_close_normwise(gg, t_gg, dtype, f"gridGrad {shape}")
+
+
 def test_special_values_exactly():
     x = np.arange(1.0, 13.0, dtype=np.float64).reshape(1, 1, 3, 4).astype(np.float32)
     go = np.ones((1, 1, 1, 2), np.float32)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "aclnn_cpu/simd.h"
 #include "channel_layout.h"
@@ -226,6 +227,15 @@ TileFn pick_bicubic_pixels_fn(bool need_ig, bool need_gx) {
   if (need_ig && need_gx) return tile_bicubic<Cb, true, true, true>;
   if (need_ig) return tile_bicubic<Cb, true, false, true>;
   return tile_bicubic<Cb, false, true, true>;
+}
+
+// Bilinear tiles on framed buffers and records (Plan::framed).
+template <class T, int Cb>
+TileFn pick_framed_tile_fn(bool need_ig, bool need_gx) {
+  using G = std::conditional_t<tile_reads_planes<Cb>(), T, float>;
+  if (need_ig && need_gx) return tile_bilinear<Cb, true, true, G, true>;
+  if (need_ig) return tile_bilinear<Cb, true, false, G, true>;
+  return tile_bilinear<Cb, false, true, G, true>;
 }
 
 template <class T, int Cb>

@@ -20,6 +20,9 @@ namespace {
 // The plan: block width, chunking, parallel strategy and workspace layout. A function of the
 // arguments only (never of the thread count), shared by the workspace query and the run.
 
+// Levels whose bilinear tiles take the framed layout (Plan::framed).
+constexpr bool kFramedLevel = ACLNN_ISA_LEVEL <= 1;
+
 struct Plan {
   Geometry geo;
   int64_t interp = 0, pad = 0;
@@ -41,7 +44,7 @@ struct Plan {
   bool tile_records = false;
   bool tile_grid_grad = false;  // with tile records and one block: gridGrad written per tile
   // Workspace layout (bytes from the aligned base).
-  int64_t buf_floats = 0;   // one channel-last buffer: (H*W + 1) * cb
+  int64_t buf_floats = 0;   // one channel-last buffer: (H*W + 1) * cb, or framed
   int64_t rec_array = 0;    // bytes of one record array (chunk * P entries, or kTile, aligned)
   int64_t mult_array = 0;   // several blocks with tile records: bytes of the chunk's bilinear multipliers
   int64_t mult_off = 0, rec_off = 0, part_off = 0, group_off = 0, group_bytes = 0, slot_off = 0, slot_bytes = 0;
@@ -51,6 +54,9 @@ struct Plan {
   bool direct_in_place = false;  // direct, and inputGrad is fp32 on a flat plane: summed in place
   bool direct_prefetch = false;  // direct, on a sample's planes bigger than kCompactCachedBytes
   bool direct_copy_input = false;  // direct, and the input plane is not flat: read from flat copies
+  // Bilinear, one 4-lane block, whole buffers (fused, not compact or direct): the buffers and
+  // records take the framed layout (Frame), buf_floats = Frame::pixels * cb.
+  bool framed = false;
   int64_t total = 0;
 };
 
@@ -134,7 +140,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   p.cb = pick_block_width(g.C);
   p.nblocks = ceil_div(g.C, p.cb);
   p.buf_floats = (g.HW + 1) * p.cb;
-  const int64_t buf_bytes = round_up(p.buf_floats * 4, kAlign);
+  int64_t buf_bytes = round_up(p.buf_floats * 4, kAlign);
 
   // Too few channel blocks to keep threads busy: split each block's positions into parts. Two
   // blocks give two threads a task each already; split, they paid the parts' zeroing and
@@ -150,7 +156,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     if (p.need_ig) k = std::min(k, std::max<int64_t>(1, 2 * g.P / g.HW));  // reduction cost
     p.parts = std::max<int64_t>(1, k);
   }
-  const int64_t in_bytes = p.need_gx ? buf_bytes : 0;
+  int64_t in_bytes = p.need_gx ? buf_bytes : 0;
   p.taps = p.interp == kBilinear ? 4 : p.interp == kNearest ? 1 : 16;
   if (p.parts == 1) {
     // A small grid over a big input: the channel-last buffers would be filled, zeroed and
@@ -181,6 +187,17 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
                (!(p.compact || p.few_bicubic) || !p.need_ig || p.direct_in_place ||
                 p.taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
     if (p.direct) p.compact = p.few_bicubic = false;
+    // The framed layout: one corner per record, the other three derived in the tile. In-process
+    // A/B (benchmarks/ab_builds.cpp), AVX2 on a Zen 3, fp32, bitwise the same results: see
+    // docs/performance.md, "The framed layout". Not at the AVX-512 level, whose tiles were not
+    // rewritten for it (no machine here could run them).
+    p.framed = kFramedLevel && p.interp == kBilinear && p.cb == 4 && p.nblocks == 1 && !p.compact && !p.direct &&
+               make_frame(g.H, g.W).pixels <= INT32_MAX;
+    if (p.framed) {
+      p.buf_floats = make_frame(g.H, g.W).pixels * p.cb;
+      buf_bytes = round_up(p.buf_floats * 4, kAlign);
+      in_bytes = p.need_gx ? buf_bytes : 0;
+    }
     // An input plane that is not flat is copied, as it is stored, to flat planes in the slot:
     // the same code then runs whatever the strides, so a call's bits do not depend on its
     // operands' layout (NaN signs included: where several NaNs meet, which one an instruction

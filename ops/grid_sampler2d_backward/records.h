@@ -251,12 +251,37 @@ struct Geometry {
   Axis ax, ay;
 };
 
+// The framed channel-last layout of a block's buffers (Plan::framed): each row of W pixels is
+// followed by a pad pixel, and pad rows lie above (one) and below (two), so a bilinear
+// position's four corners are always its north-west pixel plus 1, the row stride and both,
+// and a corner outside the image lands on a pad (zero in the input buffer, discarded in the
+// inputGrad one). A record then holds one corner instead of four, and a tile derives the
+// others with additions instead of loading them. Pixel (y, x), y in [-1, H + 1] and x in
+// [-1, W], lies at 1 + (y + 1) * stride + x: (-1, -1) is pixel 0, and (y, -1) is row y - 1's pad.
+struct Frame {
+  int64_t stride = 0;   // W + 1
+  int64_t pixels = 0;   // the buffer: the leading pad pixel and H + 3 rows
+  int64_t outside = 0;  // the corner of a position with none inside: (H, 0), rows H and H + 1 all pads
+  int64_t at(int64_t y, int64_t x) const { return 1 + (y + 1) * stride + x; }
+};
+
+inline Frame make_frame(int64_t H, int64_t W) {
+  Frame f;
+  f.stride = W + 1;
+  f.pixels = 1 + (H + 3) * f.stride;
+  f.outside = f.at(H, 0);
+  return f;
+}
+
 // Fills the records of positions [i0, i0 + len) of the chunk; gxv/gyv hold their grid values,
 // padded with zeros to a multiple of kLanes.
-template <int Interp, int Pad, bool Align>
+// Framed (bilinear only): corner[0] alone, as a pixel of the framed layout (Frame).
+template <int Interp, int Pad, bool Align, bool Framed = false>
 void compute_records(const Geometry& g, const double* gxv, const double* gyv, int64_t i0, int64_t len,
                      const Records& r) {
   const double Wd = double(g.W), Hd = double(g.H);
+  const Frame frame = make_frame(g.H, g.W);
+  const double frame_stride = double(frame.stride), frame_outside = double(frame.outside);
 #if ACLNN_ISA_LEVEL == 2
   const int32_t W = int32_t(g.W);
   const IV sink = IV{} + int32_t(g.HW);
@@ -274,6 +299,13 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       const DV x0 = vfloor(x), y0 = vfloor(y);
       const DV w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
       // Corner validity, decided in floating point (NaN and huge values are simply outside).
+      if constexpr (Framed) {
+        // Some corner inside: x0 in [-1, W) and y0 in [-1, H), so the north-west corner is a
+        // pixel of the frame (below 2^31: Plan::framed) and the others follow from it.
+        const MV inside = (x0 >= -1.0) & (x0 < Wd) & (y0 >= -1.0) & (y0 < Hd);
+        const DV nw = (y0 + 1.0) * frame_stride + (x0 + 1.0);
+        store_n(r.corner[0] + i, to_iv(vsel(inside, nw, splat(frame_outside))), cnt);
+      } else {
 #if ACLNN_ISA_LEVEL == 2
       // A lane with any corner inside has x0 in [-1, W) and y0 in [-1, H): its base converts
       // exactly. The others take the sink.
@@ -299,6 +331,7 @@ void compute_records(const Geometry& g, const double* gxv, const double* gyv, in
       store_n(r.corner[2] + i, to_iv(vsel(vw & vs, base + Wd, sink)), cnt);
       store_n(r.corner[3] + i, to_iv(vsel(ve & vs, base + (Wd + 1.0), sink)), cnt);
 #endif
+      }
       store_n(r.frac[0] + i, to_fv(w), cnt);
       store_n(r.frac[1] + i, to_fv(e), cnt);
       store_n(r.frac[2] + i, to_fv(n), cnt);
@@ -355,6 +388,19 @@ RecordFn pick_record_fn(int64_t pad, bool align) {
     case kReflection:
       return align ? compute_records<Interp, kReflection, true> : compute_records<Interp, kReflection, false>;
     default: return align ? compute_records<Interp, kZeros, true> : compute_records<Interp, kZeros, false>;
+  }
+}
+
+// Bilinear records for the framed layout.
+RecordFn pick_framed_record_fn(int64_t pad, bool align) {
+  switch (pad) {
+    case kBorder:
+      return align ? compute_records<kBilinear, kBorder, true, true> : compute_records<kBilinear, kBorder, false, true>;
+    case kReflection:
+      return align ? compute_records<kBilinear, kReflection, true, true>
+                   : compute_records<kBilinear, kReflection, false, true>;
+    default:
+      return align ? compute_records<kBilinear, kZeros, true, true> : compute_records<kBilinear, kZeros, false, true>;
   }
 }
 

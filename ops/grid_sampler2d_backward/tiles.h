@@ -160,6 +160,9 @@ struct TileArgs {
   // for: channel c's row of the tile at rows[c], a row of zeros for the block's missing
   // channels; g is then unused. Null: g holds the tile.
   const void* const* rows = nullptr;
+  // Bilinear on the framed layout (Frame; tiles instantiated Framed): floats from a pixel to
+  // the one below, Frame::stride * Cb. The records hold the north-west corners only.
+  int64_t frame_row = 0;
 };
 
 // Whether tile_bilinear at this level reads a gradOutput tile from its planes (TileArgs::rows)
@@ -192,12 +195,14 @@ struct BilinearTile {
 };
 
 // Prefetches the pixel rows of position q + kPrefetch's corners (when there is one): nw/ne and
-// sw/se are adjacent rows, a line apart at 16 lanes, usually in one line below that.
-template <int Cb, bool NeedIg, bool NeedGx>
+// sw/se are adjacent rows, a line apart at 16 lanes, usually in one line below that. Framed:
+// the sw corner is frame_row floats below the nw one (k2 unused).
+template <int Cb, bool NeedIg, bool NeedGx, bool Framed = false>
 ACLNN_ALWAYS_INLINE void prefetch_corner_rows(const int32_t* k0, const int32_t* k2, const float* in, float* ig,
-                                              int64_t q, int64_t len) {
+                                              int64_t q, int64_t len, int64_t frame_row = 0) {
   if (q + kPrefetch >= len) return;
-  const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb, p2 = int64_t(k2[q + kPrefetch]) * Cb;
+  const int64_t p0 = int64_t(k0[q + kPrefetch]) * Cb;
+  const int64_t p2 = Framed ? p0 + frame_row : int64_t(k2[q + kPrefetch]) * Cb;
   constexpr bool kTwoLines = Cb >= 16;
   if (NeedIg) {
     __builtin_prefetch(ig + p0, 1);
@@ -354,9 +359,10 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
 // position as the one-position loop, so the same results. gradOutput comes from the tile or,
 // where the plan lets tiles read planes (tile_reads_planes), from its 4 rows: 4 positions of
 // each row transposed in registers, so the transposing pass over the tile is skipped.
-template <bool NeedIg, bool NeedGx, bool Prefetch, class G>
+template <bool NeedIg, bool NeedGx, bool Prefetch, bool Framed, class G>
 int64_t tile_bilinear_wide(const TileArgs& t) {
   constexpr int Cb = 4;
+  const int64_t row = t.frame_row;  // (framed)
   const BilinearTile b(t);  // (locals, not a structured binding: the lambda below captures them)
   const int32_t *const k0 = b.k0, *const k1 = b.k1, *const k2 = b.k2, *const k3 = b.k3;
   const float *const gt = b.gt, *const in = b.in;
@@ -395,11 +401,17 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
       for (int j = 0; j < 2; ++j) {
         const int k = 2 * h + j;
         const int64_t at = q + k;
-        if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
-        c[j][0] = int64_t(k0[at]) * Cb, c[j][1] = int64_t(k1[at]) * Cb;
-        c[j][2] = int64_t(k2[at]) * Cb, c[j][3] = int64_t(k3[at]) * Cb;
+        if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx, Framed>(k0, k2, in, ig, at, len, row);
+        if constexpr (Framed) {
+          c[j][0] = int64_t(k0[at]) * Cb, c[j][1] = c[j][0] + Cb;
+          c[j][2] = c[j][0] + row, c[j][3] = c[j][2] + Cb;
+        } else {
+          c[j][0] = int64_t(k0[at]) * Cb, c[j][1] = int64_t(k1[at]) * Cb;
+          c[j][2] = int64_t(k2[at]) * Cb, c[j][3] = int64_t(k3[at]) * Cb;
+        }
         if (NeedIg) {
-          // One read-modify-write after the other: out-of-range corners share the sink row.
+          // One read-modify-write after the other: out-of-range corners share the sink row
+          // (framed: corners outside may share a pad pixel).
           for (int i = 0; i < 4; ++i) vaccumulate<Cb>(ig + c[j][i], gp[k], wt[i][k]);
         }
       }
@@ -430,18 +442,20 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
 }
 #endif
 
-// G: the storage type of TileArgs::rows (unused when the tile comes transposed).
-template <int Cb, bool NeedIg, bool NeedGx, class G = float>
+// G: the storage type of TileArgs::rows (unused when the tile comes transposed). Framed: the
+// buffers and records are framed (TileArgs::frame_row).
+template <int Cb, bool NeedIg, bool NeedGx, class G = float, bool Framed = false>
 void tile_bilinear(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   const auto [k0, k1, k2, k3, fw, fe, fn, fs, gt, in, ig, part, len] = BilinearTile(t);
+  const int64_t row = t.frame_row;
   int64_t q = 0;
 #if ACLNN_ISA_LEVEL == 1
   if constexpr (Cb == 4) {  // (the AVX-512 rule below for prefetches)
     if ((t.sink + Cb) * int64_t(sizeof(float)) <= kBilinearNoPrefetchBytes) {
-      q = tile_bilinear_wide<NeedIg, NeedGx, false, G>(t);
+      q = tile_bilinear_wide<NeedIg, NeedGx, false, Framed, G>(t);
     } else {
-      q = tile_bilinear_wide<NeedIg, NeedGx, true, G>(t);
+      q = tile_bilinear_wide<NeedIg, NeedGx, true, Framed, G>(t);
     }
   }
 #endif
@@ -451,7 +465,7 @@ void tile_bilinear(const TileArgs& t) {
   // time. Processes alternated, 2 threads, fp32, without them: N4 C3 224x224 warp (0.8 MB
   // buffers) 0.95-0.97x the time, N2 C8 128x128 0.94x; C3 320x320 (1.6 MB) a tie; C3 448x448
   // and C4 512x512 on random grids 1.06-1.09x, so big buffers keep them.
-  if constexpr (Cb == 4 || Cb == 8) {
+  if constexpr ((Cb == 4 || Cb == 8) && !Framed) {  // (framed layouts are not planned at this level)
     if ((t.sink + Cb) * int64_t(sizeof(float)) <= kBilinearNoPrefetchBytes) {
       q = tile_bilinear_wide<Cb, NeedIg, NeedGx, false, G>(t);
     } else {
@@ -460,7 +474,7 @@ void tile_bilinear(const TileArgs& t) {
   }
 #endif
   for (; q < len; ++q) {
-    prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, q, len);
+    prefetch_corner_rows<Cb, NeedIg, NeedGx, Framed>(k0, k2, in, ig, q, len, row);
     V g;
     if constexpr (tile_reads_planes<Cb>()) {
       if (t.rows) {
@@ -473,8 +487,10 @@ void tile_bilinear(const TileArgs& t) {
     } else {
       vload<Cb>(g, gt + q * Cb);
     }
-    const int64_t c0 = int64_t(k0[q]) * Cb, c1 = int64_t(k1[q]) * Cb;
-    const int64_t c2 = int64_t(k2[q]) * Cb, c3 = int64_t(k3[q]) * Cb;
+    const int64_t c0 = int64_t(k0[q]) * Cb;
+    const int64_t c1 = Framed ? c0 + Cb : int64_t(k1[q]) * Cb;
+    const int64_t c2 = Framed ? c0 + row : int64_t(k2[q]) * Cb;
+    const int64_t c3 = Framed ? c2 + Cb : int64_t(k3[q]) * Cb;
     const float w = fw[q], e = fe[q], n = fn[q], s = fs[q];
     if (NeedIg) {
       // One read-modify-write after the other: out-of-range corners share the sink row.
