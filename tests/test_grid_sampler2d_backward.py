@@ -386,14 +386,15 @@ def test_special_grad_output_values_match_torch(torch, isa, combo, dtype):
             assert_close_normwise(gg, t_gg, dtype, f"gridGrad C{C}")
 
 
-# The framed layout (bilinear, one 4-lane block of 2-4 channels on whole buffers, at the
-# baseline and AVX2 levels; ops/grid_sampler2d_backward/records.h, Frame): a corner outside the
+# The framed layout (bilinear, one channel block on whole buffers, at the baseline and AVX2
+# levels: one, 4 and 8 lanes; ops/grid_sampler2d_backward/records.h, Frame): a corner outside the
 # image lands on a pad of the frame, zero in the input buffer, discarded in the inputGrad one.
 # Coordinates on each edge and just beyond it (-1, -0.5, 0, W - 1, W - 0.5, W and around them,
 # on both axes), images one pixel high or wide, a windowed grid (few positions: only the rows
 # they reach are framed), grids far outside; the workspace NaN and zero, one and two threads.
 FRAMED_SHAPES = [(2, 3, 7, 9, 8, 10), (2, 2, 1, 6, 5, 4), (2, 4, 5, 1, 6, 3), (4, 3, 12, 10, 9, 11),
-                 (1, 3, 128, 2, 1, 32)]
+                 (1, 3, 128, 2, 1, 32), (2, 1, 6, 7, 5, 8), (3, 1, 9, 1, 6, 7), (2, 8, 5, 6, 7, 4),
+                 (2, 6, 1, 9, 4, 5)]
 
 
 def edge_grid(rng, N, H, W, Ho, Wo, align):

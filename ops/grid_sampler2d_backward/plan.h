@@ -54,7 +54,7 @@ struct Plan {
   bool direct_in_place = false;  // direct, and inputGrad is fp32 on a flat plane: summed in place
   bool direct_prefetch = false;  // direct, on a sample's planes bigger than kCompactCachedBytes
   bool direct_copy_input = false;  // direct, and the input plane is not flat: read from flat copies
-  // Bilinear, one 4-lane block, whole buffers (fused, not compact or direct): the buffers and
+  // Bilinear, one channel block, whole buffers (fused, not compact or direct): the buffers and
   // records take the framed layout (Frame), buf_floats = Frame::pixels * cb.
   bool framed = false;
   int64_t total = 0;
@@ -191,7 +191,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // A/B (benchmarks/ab_builds.cpp), AVX2 on a Zen 3, fp32, bitwise the same results: see
     // docs/performance.md, "The framed layout". Not at the AVX-512 level, whose tiles were not
     // rewritten for it (no machine here could run them).
-    p.framed = kFramedLevel && p.interp == kBilinear && p.cb == 4 && p.nblocks == 1 && !p.compact && !p.direct &&
+    p.framed = kFramedLevel && p.interp == kBilinear && p.nblocks == 1 && !p.compact && !p.direct &&
                make_frame(g.H, g.W).pixels <= INT32_MAX;
     if (p.framed) {
       p.buf_floats = make_frame(g.H, g.W).pixels * p.cb;
