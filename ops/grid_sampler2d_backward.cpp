@@ -15,11 +15,12 @@
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
 // branches. (Bilinear with one channel block on whole buffers, below AVX-512, frames the
 // buffers instead: pads around every row take the out-of-range corners, and a record holds one
-// corner; records.h, Frame.) gridGrad is a sum over channels: with one block it is written per tile; otherwise
-// each block writes its per-position partial sums, and phase 3 adds them in block order and
-// applies the multipliers. Grids that reach few of the pixels skip the whole-plane buffers:
-// they run on the pixels reached (compact path, tap grids, pixel slots) or, with up to 4
-// channels, on the planes themselves (direct tiles), in the same order, so with the same bits.
+// corner; records.h, Frame.) gridGrad is a sum over channels: with one block it is written per
+// tile; otherwise each block writes its per-position partial sums, and phase 3 adds them in
+// block order and applies the multipliers. Grids that reach few of the pixels skip the
+// whole-plane buffers: they run on the pixels reached (compact path, tap grids, pixel slots) or,
+// with up to 4 channels, on the planes themselves (direct tiles), in the same order, so with
+// the same bits.
 //
 // Files. This file holds the run (Runner: phases, paths, tasks) and the entry points; its parts
 // are headers in grid_sampler2d_backward/, compiled here only: constants.h (modes, tuning
@@ -245,7 +246,8 @@ class Runner {
       rec_.mult[1] = reinterpret_cast<float*>(ws + p.mult_off + p.mult_array);
     }
     record_fn_ = p.framed ? pick_framed_record_fn(p.pad, p.align) : pick_record_fn(p.interp, p.pad, p.align);
-    tile_fn_ = p.framed ? pick_framed_tile_fn<T, Cb>(p.need_ig, p.need_gx) : pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
+    tile_fn_ = p.framed ? pick_framed_tile_fn<T, Cb>(p.need_ig, p.need_gx)
+                        : pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
     frame_ = make_frame(g_.H, g_.W);
     if (p.few_bicubic) pixels_tile_fn_ = pick_bicubic_pixels_fn<Cb>(p.need_ig, p.need_gx);
     if constexpr (Cb == 1 || Cb == 4) {
