@@ -424,6 +424,11 @@ def test_framed_layout_edges(isa, threads, pad, align, dtype):
         grid = edge_grid(rng, N, H, W, Ho, Wo, align).astype(dtype)
         ig, gg = run_filled_workspaces(threads, go, x, grid, 0, pad, align)
         check(ig, gg, reference(go, x, grid, 0, pad, align), dtype, f"{shape}")
+        # Each output alone (the other masked off, so a buffer or the gather is left out): the same bits.
+        only_ig, none = ac.grid_sampler2d_backward(go, x, grid, 0, pad, align, output_mask=(True, False))
+        assert none is None and only_ig.tobytes() == ig.tobytes(), f"inputGrad alone {shape}"
+        none, only_gg = ac.grid_sampler2d_backward(go, x, grid, 0, pad, align, output_mask=(False, True))
+        assert none is None and only_gg.tobytes() == gg.tobytes(), f"gridGrad alone {shape}"
 
 
 @pytest.mark.parametrize("pad", [0, 1, 2])
