@@ -248,7 +248,6 @@ class Runner {
     record_fn_ = p.framed ? pick_framed_record_fn(p.pad, p.align) : pick_record_fn(p.interp, p.pad, p.align);
     tile_fn_ = p.framed ? pick_framed_tile_fn<T, Cb>(p.need_ig, p.need_gx)
                         : pick_tile_fn<T, Cb>(p.interp, p.need_ig, p.need_gx);
-    frame_ = make_frame(g_.H, g_.W);
     if (p.few_bicubic) pixels_tile_fn_ = pick_bicubic_pixels_fn<Cb>(p.need_ig, p.need_gx);
     if constexpr (Cb == 1 || Cb == 4) {
       if (p.direct) direct_fn_ = pick_direct_fn<T>(p.geo.C, p.interp, p.need_ig, p.need_gx);
@@ -340,12 +339,16 @@ class Runner {
   int64_t buf_stride() const { return round_up(p_.buf_floats * 4, kAlign) / 4; }
 
   // Transposes input rows [rows.lo, rows.hi) of channel block b of sample n into the
-  // channel-last buffer `dst` (the sink row is left to the caller: zero_sink).
+  // channel-last buffer `dst` (the sink row or the frame's pads are left to the caller:
+  // zero_sink). Framed buffers take a row at a time, into its place in the frame.
   void load_input_rows(int64_t n, int64_t b, float* dst, RowWindow rows) const {
     const int64_t c0 = b * Cb, p0 = rows.lo * g_.W;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
-    load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, p0, rows.hi * g_.W - p0, dst + p0 * Cb);
+    if (!p_.framed)
+      return load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, p0, rows.hi * g_.W - p0, dst + p0 * Cb);
+    for (int64_t y = rows.lo; y < rows.hi; ++y)
+      load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, y * g_.W, g_.W, dst + g_.frame.at(y, 0) * Cb);
   }
 
   // The whole block, sink row zero.
@@ -354,35 +357,26 @@ class Runner {
     zero_sink(dst);
   }
 
-  // A channel-last buffer's sink row (pixel HW, where out-of-range taps go) = 0.
-  void zero_sink(float* buf) const { std::memset(buf + g_.HW * Cb, 0, Cb * sizeof(float)); }
-
-  // Rows [rows.lo, rows.hi) of a channel-last inputGrad buffer = 0 (framed: with their pads).
-  void zero_rows(float* buf, RowWindow rows) const {
-    const int64_t first = p_.framed ? frame_.at(rows.lo, 0) : rows.lo * g_.W;
-    const int64_t end = p_.framed ? frame_.at(rows.hi, 0) : rows.hi * g_.W;
+  // Pixels [first, end) of a channel-last buffer = 0.
+  void zero_pixels(float* buf, int64_t first, int64_t end) const {
     std::memset(buf + first * Cb, 0, size_t((end - first) * Cb) * sizeof(float));
   }
 
-  // Framed buffers (Plan::framed): input rows [rows.lo, rows.hi) of channel block b of sample n
-  // into their places in the frame, a row at a time.
-  void load_input_rows_framed(int64_t n, int64_t b, float* dst, RowWindow rows) const {
-    const int64_t c0 = b * Cb;
-    const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
-    const T* base = tensor_ptr<T>(a_.input) + n * a_.input.strides[0] + c0 * a_.input.strides[1];
-    for (int64_t y = rows.lo; y < rows.hi; ++y)
-      load_channels<T, Cb>(base, a_.input.strides[1], cvalid, in_plane_, y * g_.W, g_.W, dst + frame_.at(y, 0) * Cb);
+  // Where a channel-last buffer's out-of-range taps go = 0: the sink row (pixel HW) or, framed,
+  // every pad of the frame: the row above the image, each row's pad, the two rows below (all of
+  // them, windowed or not: a few hundred pixels against the rows' H * W).
+  void zero_sink(float* buf) const {
+    if (!p_.framed) return zero_pixels(buf, g_.HW, g_.HW + 1);
+    const Frame& f = g_.frame;
+    zero_pixels(buf, 0, f.at(0, 0));  // row -1 and row 0's left pad (row -1's right one)
+    for (int64_t y = 0; y + 1 < g_.H; ++y) zero_pixels(buf, f.at(y, g_.W), f.at(y, g_.W) + 1);
+    zero_pixels(buf, f.at(g_.H - 1, g_.W), f.pixels);
   }
 
-  // Every pad pixel of a framed buffer = 0: the row above the image, each row's pad, the two
-  // rows below. (All of them, windowed or not: a few hundred pixels against the rows' H * W.)
-  void zero_frame_pads(float* buf) const {
-    const auto zero = [&](int64_t first, int64_t end) {
-      std::memset(buf + first * Cb, 0, size_t((end - first) * Cb) * sizeof(float));
-    };
-    zero(0, frame_.at(0, 0));  // row -1 and row 0's left pad (row -1's right one)
-    for (int64_t y = 0; y + 1 < g_.H; ++y) zero(frame_.at(y, g_.W), frame_.at(y, g_.W) + 1);
-    zero(frame_.at(g_.H - 1, g_.W), frame_.pixels);
+  // Rows [rows.lo, rows.hi) of a channel-last inputGrad buffer = 0 (framed: with their pads).
+  void zero_rows(float* buf, RowWindow rows) const {
+    if (p_.framed) return zero_pixels(buf, g_.frame.at(rows.lo, 0), g_.frame.at(rows.hi, 0));
+    zero_pixels(buf, rows.lo * g_.W, rows.hi * g_.W);
   }
 
   // Writes pixels [p0, p0 + len) of channel block b of sample n: the sum of `parts` buffers.
@@ -460,9 +454,9 @@ class Runner {
         d.rec = rec, d.len = len, d.g = gtile, d.part = tile_part;
         direct_fn_(d);
       } else {
-        const int64_t sink = taps ? taps->sink : p_.framed ? frame_.pixels - 1 : g_.HW;  // (framed: the last pad)
+        const int64_t sink = taps ? taps->sink : p_.framed ? g_.frame.pixels - 1 : g_.HW;  // (framed: the last pad)
         const TileArgs t{rec, i0, len, gtile, in, ig, tile_part, sink * Cb, planes ? rows : nullptr,
-                         p_.framed ? frame_.stride * Cb : 0};
+                         p_.framed ? g_.frame.stride * Cb : 0};
         (taps && taps->slot_of ? pixels_tile_fn_ : tile_fn_)(t);
       }
       if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
@@ -518,28 +512,14 @@ class Runner {
       if (p_.need_gx) {
         in = mem;
         mem += bs;
-        for (int64_t r = 0; r < nruns; ++r) {
-          if (p_.framed) {
-            load_input_rows_framed(n, b, in, runs[r]);
-          } else {
-            load_input_rows(n, b, in, runs[r]);
-          }
-        }
-        if (p_.framed) {
-          zero_frame_pads(in);
-        } else {
-          zero_sink(in);  // also when no row is reached
-        }
+        for (int64_t r = 0; r < nruns; ++r) load_input_rows(n, b, in, runs[r]);
+        zero_sink(in);  // also when no row is reached
       }
       if (p_.need_ig) {
         ig = mem;
         mem += bs;
         for (int64_t r = 0; r < nruns; ++r) zero_rows(ig, runs[r]);
-        if (p_.framed) {
-          zero_frame_pads(ig);
-        } else {
-          zero_sink(ig);
-        }
+        zero_sink(ig);
       }
       run_positions(n0, nl, b, 0, g_.P, in, ig, mem);
       if (!p_.need_ig) return;
@@ -549,7 +529,7 @@ class Runner {
         store_zero_input_grad(n, b, done, lo - done);
         if (p_.framed) {
           for (int64_t y = runs[r].lo; y < runs[r].hi; ++y)  // (src + y * W * Cb: row y of the frame)
-            store_input_grad(n, b, ig + (frame_.at(y, 0) - y * g_.W) * Cb, 1, y * g_.W, g_.W);
+            store_input_grad(n, b, ig + (g_.frame.at(y, 0) - y * g_.W) * Cb, 1, y * g_.W, g_.W);
         } else {
           store_input_grad(n, b, ig, 1, lo, hi - lo);
         }
@@ -1153,7 +1133,6 @@ class Runner {
   float* partials_ = nullptr;
   RecordFn record_fn_ = nullptr;
   TileFn tile_fn_ = nullptr;
-  Frame frame_;  // the framed layout's geometry (used when p_.framed)
   TileFn pixels_tile_fn_ = nullptr;  // few_bicubic: tile_bicubic on pixel slots
   DirectFn direct_fn_ = nullptr;     // direct: tile_direct
   bool ig_zeroed_ = false;           // run_fused zeroed inputGrad before its tasks

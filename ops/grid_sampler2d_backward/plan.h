@@ -113,6 +113,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   g.Wo = a.grid.shape[2];
   g.P = g.Ho * g.Wo;
   g.HW = g.H * g.W;
+  g.frame = make_frame(g.H, g.W);
   p.interp = a.interpolationMode;
   p.pad = a.paddingMode;
   p.align = a.alignCorners;
@@ -192,9 +193,9 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     // docs/performance.md, "The framed layout". Not at the AVX-512 level, whose tiles were not
     // rewritten for it (no machine here could run them).
     p.framed = kFramedLevel && p.interp == kBilinear && p.nblocks == 1 && !p.compact && !p.direct &&
-               make_frame(g.H, g.W).pixels <= INT32_MAX;
+               g.frame.pixels <= INT32_MAX;
     if (p.framed) {
-      p.buf_floats = make_frame(g.H, g.W).pixels * p.cb;
+      p.buf_floats = g.frame.pixels * p.cb;
       buf_bytes = round_up(p.buf_floats * 4, kAlign);
       in_bytes = p.need_gx ? buf_bytes : 0;
     }

@@ -246,11 +246,6 @@ ACLNN_ALWAYS_INLINE void cubic_weight_slopes(const DV& t, DV g[4]) {
   g[3] = (3 * A * x - 10 * A) * x + 8 * A;
 }
 
-struct Geometry {
-  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0, P = 0, HW = 0;
-  Axis ax, ay;
-};
-
 // The framed channel-last layout of a block's buffers (Plan::framed): each row of W pixels is
 // followed by a pad pixel, and pad rows lie above (one) and below (two), so a bilinear
 // position's four corners are always its north-west pixel plus 1, the row stride and both,
@@ -273,6 +268,13 @@ inline Frame make_frame(int64_t H, int64_t W) {
   return f;
 }
 
+struct Geometry {
+  int64_t N = 0, C = 0, H = 0, W = 0, Ho = 0, Wo = 0, P = 0, HW = 0;
+  Axis ax, ay;
+  Frame frame;  // the framed layout of H x W (used where Plan::framed)
+};
+
+
 // Fills the records of positions [i0, i0 + len) of the chunk; gxv/gyv hold their grid values,
 // padded with zeros to a multiple of kLanes.
 // Framed (bilinear only): corner[0] alone, as a pixel of the framed layout (Frame).
@@ -280,8 +282,7 @@ template <int Interp, int Pad, bool Align, bool Framed = false>
 void compute_records(const Geometry& g, const double* gxv, const double* gyv, int64_t i0, int64_t len,
                      const Records& r) {
   const double Wd = double(g.W), Hd = double(g.H);
-  const Frame frame = make_frame(g.H, g.W);
-  const double frame_stride = double(frame.stride), frame_outside = double(frame.outside);
+  const double frame_stride = double(g.frame.stride), frame_outside = double(g.frame.outside);
 #if ACLNN_ISA_LEVEL == 2
   const int32_t W = int32_t(g.W);
   const IV sink = IV{} + int32_t(g.HW);
