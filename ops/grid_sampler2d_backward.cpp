@@ -13,7 +13,7 @@
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
 // zero in the input buffer, a sink in the inputGrad buffer, so out-of-range corners need no
-// branches. (Bilinear with one channel block on whole buffers, below AVX-512, frames the
+// branches. (Bilinear with one channel block on whole buffers frames the
 // buffers instead: pads around every row take the out-of-range corners, and a record holds one
 // corner; records.h, Frame.) gridGrad is a sum over channels: with one block it is written per
 // tile; otherwise each block writes its per-position partial sums, and phase 3 adds them in

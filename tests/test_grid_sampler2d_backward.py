@@ -386,15 +386,15 @@ def test_special_grad_output_values_match_torch(torch, isa, combo, dtype):
             assert_close_normwise(gg, t_gg, dtype, f"gridGrad C{C}")
 
 
-# The framed layout (bilinear, one channel block on whole buffers, at the baseline and AVX2
-# levels: one, 4 and 8 lanes; ops/grid_sampler2d_backward/records.h, Frame): a corner outside the
+# The framed layout (bilinear, one channel block on whole buffers, at every level: one, 4, 8
+# and, on AVX-512, 16 lanes; ops/grid_sampler2d_backward/records.h, Frame): a corner outside the
 # image lands on a pad of the frame, zero in the input buffer, discarded in the inputGrad one.
 # Coordinates on each edge and just beyond it (-1, -0.5, 0, W - 1, W - 0.5, W and around them,
 # on both axes), images one pixel high or wide, a windowed grid (few positions: only the rows
 # they reach are framed), grids far outside; the workspace NaN and zero, one and two threads.
 FRAMED_SHAPES = [(2, 3, 7, 9, 8, 10), (2, 2, 1, 6, 5, 4), (2, 4, 5, 1, 6, 3), (4, 3, 12, 10, 9, 11),
                  (1, 3, 128, 2, 1, 32), (2, 1, 6, 7, 5, 8), (3, 1, 9, 1, 6, 7), (2, 8, 5, 6, 7, 4),
-                 (2, 6, 1, 9, 4, 5)]
+                 (2, 6, 1, 9, 4, 5), (2, 11, 6, 5, 7, 6), (1, 16, 4, 7, 5, 9)]
 
 
 def edge_grid(rng, N, H, W, Ho, Wo, align):
@@ -429,6 +429,20 @@ def test_framed_layout_edges(isa, threads, pad, align, dtype):
         assert none is None and only_ig.tobytes() == ig.tobytes(), f"inputGrad alone {shape}"
         none, only_gg = ac.grid_sampler2d_backward(go, x, grid, 0, pad, align, output_mask=(False, True))
         assert none is None and only_gg.tobytes() == gg.tobytes(), f"gridGrad alone {shape}"
+
+
+# Framed buffers over 1 MiB (kBilinearNoPrefetchBytes), whose 4- and 8-lane tiles prefetch the
+# corner rows ahead, on a warp whose positions also reach the pads: 4 and 8 channels (one block).
+@pytest.mark.parametrize("C", [3, 8])
+@pytest.mark.parametrize("pad", [0, 2])
+def test_framed_layout_big_buffers(isa, threads, C, pad):
+    rng = np.random.default_rng(53 + C + pad)
+    H, W = (260, 262) if C <= 4 else (190, 186)  # a frame of (H + 3) x (W + 1) pixels, 16 or 32 bytes
+    go = rng.standard_normal((1, C, 160, 160)).astype(np.float32)
+    x = rng.standard_normal((1, C, H, W)).astype(np.float32)
+    grid = rng.uniform(-1.02, 1.02, (1, 160, 160, 2))
+    ig, gg = run_filled_workspaces(threads, go, x, grid.astype(np.float32), 0, pad, False)
+    check(ig, gg, reference(go, x, grid.astype(np.float32), 0, pad, False), np.float32, f"C{C} {H}x{W}")
 
 
 @pytest.mark.parametrize("pad", [0, 1, 2])

@@ -20,9 +20,6 @@ namespace {
 // The plan: block width, chunking, parallel strategy and workspace layout. A function of the
 // arguments only (never of the thread count), shared by the workspace query and the run.
 
-// Levels whose bilinear tiles take the framed layout (Plan::framed).
-constexpr bool kFramedLevel = ACLNN_ISA_LEVEL <= 1;
-
 struct Plan {
   Geometry geo;
   int64_t interp = 0, pad = 0;
@@ -189,10 +186,9 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
                 p.taps * g.P * kDirectSlotRatio >= (2 * g.C - 1) * g.HW);
     if (p.direct) p.compact = p.few_bicubic = false;
     // The framed layout: one corner per record, the other three derived in the tile. In-process
-    // A/B (benchmarks/ab_builds.cpp), AVX2 on a Zen 3, fp32, bitwise the same results: see
-    // docs/performance.md, "The framed layout". Not at the AVX-512 level, whose tiles were not
-    // rewritten for it (no machine here could run them).
-    p.framed = kFramedLevel && p.interp == kBilinear && p.nblocks == 1 && !p.compact && !p.direct &&
+    // A/B (benchmarks/ab_builds.cpp), fp32, bitwise the same results, AVX2 on a Zen 3 and AVX-512
+    // on a Zen 4: see docs/performance.md, "The framed layout".
+    p.framed = p.interp == kBilinear && p.nblocks == 1 && !p.compact && !p.direct &&
                g.frame.pixels <= INT32_MAX;
     if (p.framed) {
       p.buf_floats = g.frame.pixels * p.cb;

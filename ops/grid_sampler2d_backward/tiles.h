@@ -236,11 +236,13 @@ ACLNN_ALWAYS_INLINE __m512 insert_lanes(__m512 v, const float* p) {
 // inputGrad scatter stays position by position, in order. The same operations per lane and
 // position as the one-position loop, so the same results. Against that loop (in-process A/B,
 // 2 threads): N4 C3 224x224 0.85x the time in fp32 and bf16, 0.88x fp16, N4 C2 128x128 0.83x;
-// C6-8 0.92-0.96x (fp16 0.97-1.00x). Returns the positions done.
-template <int Cb, bool NeedIg, bool NeedGx, bool Prefetch, class G>
+// C6-8 0.92-0.96x (fp16 0.97-1.00x). Framed: the records hold the north-west corners only
+// (TileArgs::frame_row). Returns the positions done.
+template <int Cb, bool NeedIg, bool NeedGx, bool Prefetch, bool Framed, class G>
 int64_t tile_bilinear_wide(const TileArgs& t) {
   using V = typename Lanes<Cb>::V;
   constexpr int kStep = 16 / Cb;  // positions per 512-bit vector
+  const int64_t row = t.frame_row;  // (framed)
   const BilinearTile b(t);  // (locals, not a structured binding: the lambda below captures them)
   const int32_t *const k0 = b.k0, *const k1 = b.k1, *const k2 = b.k2, *const k3 = b.k3;
   const float *const gt = b.gt, *const in = b.in;
@@ -291,9 +293,11 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
     auto position = [&](auto j_) {
       constexpr int j = decltype(j_)::value;
       const int64_t at = q + j;
-      if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx>(k0, k2, in, ig, at, len);
-      const int64_t c0 = int64_t(k0[at]) * Cb, c1 = int64_t(k1[at]) * Cb;
-      const int64_t c2 = int64_t(k2[at]) * Cb, c3 = int64_t(k3[at]) * Cb;
+      if (Prefetch) prefetch_corner_rows<Cb, NeedIg, NeedGx, Framed>(k0, k2, in, ig, at, len, row);
+      const int64_t c0 = int64_t(k0[at]) * Cb;
+      const int64_t c1 = Framed ? c0 + Cb : int64_t(k1[at]) * Cb;
+      const int64_t c2 = Framed ? c0 + row : int64_t(k2[at]) * Cb;
+      const int64_t c3 = Framed ? c2 + Cb : int64_t(k3[at]) * Cb;
       if (NeedIg) {
         // One read-modify-write after the other: out-of-range corners share the sink row.
         V g;
@@ -465,11 +469,11 @@ void tile_bilinear(const TileArgs& t) {
   // time. Processes alternated, 2 threads, fp32, without them: N4 C3 224x224 warp (0.8 MB
   // buffers) 0.95-0.97x the time, N2 C8 128x128 0.94x; C3 320x320 (1.6 MB) a tie; C3 448x448
   // and C4 512x512 on random grids 1.06-1.09x, so big buffers keep them.
-  if constexpr ((Cb == 4 || Cb == 8) && !Framed) {  // (framed layouts are not planned at this level)
+  if constexpr (Cb == 4 || Cb == 8) {
     if ((t.sink + Cb) * int64_t(sizeof(float)) <= kBilinearNoPrefetchBytes) {
-      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, false, G>(t);
+      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, false, Framed, G>(t);
     } else {
-      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, true, G>(t);
+      q = tile_bilinear_wide<Cb, NeedIg, NeedGx, true, Framed, G>(t);
     }
   }
 #endif
