@@ -449,6 +449,12 @@ class Runner {
       if (gtile == tile) load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
       const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
       float* tile_part = part == nullptr || p_.tile_grid_grad ? part : part + 2 * t0;
+      // An fp32 gridGrad of side-by-side pairs takes the tile's sums in place, scaled there:
+      // no copy out of the scratch.
+      const bool gg_in_place = p_.tile_grid_grad && part && std::is_same<T, float>::value && gg_plane_.flat &&
+                               gg_plane_.scol == 2 && a_.gridGrad.strides[3] == 1;
+      if (gg_in_place)
+        tile_part = reinterpret_cast<float*>(static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0]) + 2 * t0;
       if (direct) {  // (tile records: i0 is 0)
         DirectArgs d = *direct;
         d.rec = rec, d.len = len, d.g = gtile, d.part = tile_part;
@@ -459,7 +465,11 @@ class Runner {
                          p_.framed ? g_.frame.stride * Cb : 0};
         (taps && taps->slot_of ? pixels_tile_fn_ : tile_fn_)(t);
       }
-      if (p_.tile_grid_grad && part) store_grid_grad(n, t0, len, part, own, 0);
+      if (gg_in_place) {
+        scale_grid_grad(tile_part, len, own, 0);
+      } else if (p_.tile_grid_grad && part) {
+        store_grid_grad(n, t0, len, part, own, 0);
+      }
     }
   }
 
@@ -1097,6 +1107,23 @@ class Runner {
   // gridGrad of positions [p, p + len) of sample n from their sums over the channels `out`
   // (x, y side by side; scaled in place); bilinear multipliers from record i of `rec` on.
   void store_grid_grad(int64_t n, int64_t p, int64_t len, float* out, const Records& rec, int64_t i) const {
+    scale_grid_grad(out, len, rec, i);
+    T* base = static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0];
+    const int64_t sk = a_.gridGrad.strides[3];
+    if (gg_plane_.flat && gg_plane_.scol == 2 && sk == 1) {
+      simd::convert_from_float(out, base + 2 * p, 2 * len);
+    } else {
+      T narrow[2 * kTile];
+      simd::convert_from_float(out, narrow, 2 * len);
+      for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
+        base[off] = narrow[2 * q];
+        base[off + sk] = narrow[2 * q + 1];
+      });
+    }
+  }
+
+  // The (x, y) sums of `len` positions times their multipliers (records from i on), in place.
+  void scale_grid_grad(float* out, int64_t len, const Records& rec, int64_t i) const {
     if (p_.interp == kBilinear && p_.pad != kZeros) {  // (zeros: the multipliers are the scales)
       const float *mx = rec.mult[0] + i, *my = rec.mult[1] + i;
       for (int64_t q = 0; q < len; ++q) {
@@ -1109,18 +1136,6 @@ class Runner {
         out[2 * q] *= scale_x;
         out[2 * q + 1] *= scale_y;
       }
-    }
-    T* base = static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0];
-    const int64_t sk = a_.gridGrad.strides[3];
-    if (gg_plane_.flat && gg_plane_.scol == 2 && sk == 1) {
-      simd::convert_from_float(out, base + 2 * p, 2 * len);
-    } else {
-      T narrow[2 * kTile];
-      simd::convert_from_float(out, narrow, 2 * len);
-      for_each_offset(gg_plane_, p, len, [&](int64_t q, int64_t off) {
-        base[off] = narrow[2 * q];
-        base[off + sk] = narrow[2 * q + 1];
-      });
     }
   }
 
