@@ -1,5 +1,5 @@
 // A/B of two or more builds of libaclnn_cpu.so inside one process, on one GridSampler2DBackward
-// call (fp32, both outputs). Each library is loaded with dlopen and called through the C API in
+// call (both outputs; fp32 unless --dtype says otherwise). Each library is loaded with dlopen and called through the C API in
 // alternation: per round, a block of calls of each, in an order reversed every round. A block
 // of the one and a block of the other meet the same state of the machine, so their ratio does
 // not carry the guest's slow spells (a chain of adds here ran at 1.4-3 GHz equivalents from one
@@ -20,7 +20,8 @@
 // Options (defaults in brackets): --threads [2], --rounds [300], --calls per block [3],
 // --shape N,C,H,W,Ho,Wo [4,3,224,224,224,224], --mode [0], --pad [0], --align [0],
 // --noise: the grid's displacement from identity, a normal deviate times this [0.05], as the
-// suite's image-warp rows.
+// suite's image-warp rows; --dtype fp32, fp16 or bf16 [fp32]: every tensor's storage type (the
+// values drawn in fp32, then rounded to nearest even).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@ struct Options {
   int64_t mode = 0, pad = 0;
   bool align = false;
   double noise = 0.05;
+  aclDataType dtype = ACL_FLOAT;
   std::vector<std::string> libs;
 };
 
@@ -68,6 +70,13 @@ Options parse(int argc, char** argv) {
     else if (a == "--pad") o.pad = std::atoll(value());
     else if (a == "--align") o.align = std::atoi(value()) != 0;
     else if (a == "--noise") o.noise = std::atof(value());
+    else if (a == "--dtype") {
+      const std::string d = value();
+      if (d == "fp32") o.dtype = ACL_FLOAT;
+      else if (d == "fp16") o.dtype = ACL_FLOAT16;
+      else if (d == "bf16") o.dtype = ACL_BF16;
+      else die("--dtype wants fp32, fp16 or bf16");
+    }
     else if (a == "--shape") {
       int64_t* dims[6] = {&o.N, &o.C, &o.H, &o.W, &o.Ho, &o.Wo};
       const char* p = value();
@@ -107,9 +116,48 @@ Fn symbol(void* handle, const char* name, const std::string& path) {
   return reinterpret_cast<Fn>(p);
 }
 
+// The tensors' bytes in the storage type.
 struct Storage {
-  std::vector<float> grad_output, input, grid, input_grad, grid_grad;
+  std::vector<unsigned char> grad_output, input, grid, input_grad, grid_grad;
 };
+
+size_t element_bytes(aclDataType t) { return t == ACL_FLOAT ? 4 : 2; }
+
+// IEEE binary16 bits of a float (round to nearest even; the values here are normal or zero).
+uint16_t half_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const int32_t exponent = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = x & 0x7fffffu;
+  if (exponent <= 0) return uint16_t(sign);  // (tiny values flush: timing only)
+  if (exponent >= 31) return uint16_t(sign | 0x7c00u);
+  uint32_t h = (uint32_t(exponent) << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;  // (a carry into the exponent is right)
+  return uint16_t(sign | h);
+}
+
+// bfloat16 bits of a float (round to nearest even; finite values).
+uint16_t bf16_bits(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+// `values` in the storage type t.
+std::vector<unsigned char> stored(const std::vector<float>& values, aclDataType t) {
+  std::vector<unsigned char> bytes(values.size() * element_bytes(t));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (t == ACL_FLOAT) {
+      std::memcpy(&bytes[4 * i], &values[i], 4);
+    } else {
+      const uint16_t b = t == ACL_FLOAT16 ? half_bits(values[i]) : bf16_bits(values[i]);
+      std::memcpy(&bytes[2 * i], &b, 2);
+    }
+  }
+  return bytes;
+}
 
 void load(Build& b, const Options& o, Storage& s) {
   b.handle = dlopen(b.path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -121,8 +169,8 @@ void load(Build& b, const Options& o, Storage& s) {
   // The thread count has no C entry point; the library's C++ one is exported (parallel.h).
   symbol<void (*)(int)>(b.handle, "_ZN9aclnn_cpu15set_num_threadsEi", b.path)(o.threads);
   const int64_t image[4] = {o.N, o.C, o.H, o.W}, sampled[4] = {o.N, o.C, o.Ho, o.Wo}, grid[4] = {o.N, o.Ho, o.Wo, 2};
-  const auto tensor = [&](const int64_t* dims, std::vector<float>& data) {
-    aclTensor* t = create(dims, 4, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, dims, 4, data.data());
+  const auto tensor = [&](const int64_t* dims, std::vector<unsigned char>& data) {
+    aclTensor* t = create(dims, 4, o.dtype, nullptr, 0, ACL_FORMAT_ND, dims, 4, data.data());
     if (t == nullptr) die("aclCreateTensor failed");
     return t;
   };
@@ -157,22 +205,24 @@ int main(int argc, char** argv) {
   Storage s;
   const size_t image = size_t(o.N * o.C * o.H * o.W), sampled = size_t(o.N * o.C * o.Ho * o.Wo);
   const size_t grid = size_t(o.N * o.Ho * o.Wo * 2);
-  s.grad_output.resize(sampled);
-  s.input.resize(image);
-  s.grid.resize(grid);
-  s.input_grad.resize(image);
-  s.grid_grad.resize(grid);
+  std::vector<float> grad_output(sampled), input(image), grid_values(grid);
   std::mt19937_64 rng(0);
   std::normal_distribution<double> normal(0.0, 1.0);
-  for (float& v : s.input) v = float(normal(rng));
-  for (float& v : s.grad_output) v = float(normal(rng));
+  for (float& v : input) v = float(normal(rng));
+  for (float& v : grad_output) v = float(normal(rng));
   for (int64_t n = 0; n < o.N; ++n)  // pixel centres (align 0's identity) plus the displacement
     for (int64_t i = 0; i < o.Ho; ++i)
       for (int64_t j = 0; j < o.Wo; ++j) {
-        float* xy = &s.grid[size_t(((n * o.Ho + i) * o.Wo + j) * 2)];
+        float* xy = &grid_values[size_t(((n * o.Ho + i) * o.Wo + j) * 2)];
         xy[0] = float((2.0 * double(j) + 1) / double(o.Wo) - 1 + o.noise * normal(rng));
         xy[1] = float((2.0 * double(i) + 1) / double(o.Ho) - 1 + o.noise * normal(rng));
       }
+  const size_t bytes = element_bytes(o.dtype);
+  s.grad_output = stored(grad_output, o.dtype);
+  s.input = stored(input, o.dtype);
+  s.grid = stored(grid_values, o.dtype);
+  s.input_grad.resize(image * bytes);
+  s.grid_grad.resize(grid * bytes);
 
   std::vector<Build> builds(o.libs.size());
   std::vector<unsigned char> reference;
@@ -180,10 +230,8 @@ int main(int argc, char** argv) {
     builds[l].path = o.libs[l];
     load(builds[l], o, s);
     for (int k = 0; k < 3; ++k) call(builds[l], o);  // warm-up, and the outputs to compare
-    std::vector<unsigned char> bits(reinterpret_cast<unsigned char*>(s.input_grad.data()),
-                                    reinterpret_cast<unsigned char*>(s.input_grad.data() + image));
-    bits.insert(bits.end(), reinterpret_cast<unsigned char*>(s.grid_grad.data()),
-                reinterpret_cast<unsigned char*>(s.grid_grad.data() + grid));
+    std::vector<unsigned char> bits(s.input_grad);
+    bits.insert(bits.end(), s.grid_grad.begin(), s.grid_grad.end());
     if (l == 0) reference = bits;
     else if (bits != reference) std::printf("%s: outputs differ from %s's\n", o.libs[l].c_str(), o.libs[0].c_str());
   }
@@ -194,8 +242,9 @@ int main(int argc, char** argv) {
       for (int c = 0; c < o.calls; ++c) call(b, o);
       b.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / o.calls);
     }
-  std::printf("N%lld C%lld %lldx%lld -> %lldx%lld mode %lld pad %lld align %d, %d threads, %d rounds of %d calls\n",
-              (long long)o.N, (long long)o.C, (long long)o.H, (long long)o.W, (long long)o.Ho, (long long)o.Wo,
+  const char* dtype = o.dtype == ACL_FLOAT ? "fp32" : o.dtype == ACL_FLOAT16 ? "fp16" : "bf16";
+  std::printf("N%lld C%lld %lldx%lld -> %lldx%lld %s mode %lld pad %lld align %d, %d threads, %d rounds of %d calls\n",
+              (long long)o.N, (long long)o.C, (long long)o.H, (long long)o.W, (long long)o.Ho, (long long)o.Wo, dtype,
               (long long)o.mode, (long long)o.pad, int(o.align), o.threads, o.rounds, o.calls);
   for (const Build& b : builds) {
     std::vector<double> ratio(size_t(o.rounds));
