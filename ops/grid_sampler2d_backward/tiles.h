@@ -299,7 +299,8 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
       const int64_t c2 = Framed ? c0 + row : int64_t(k2[at]) * Cb;
       const int64_t c3 = Framed ? c2 + Cb : int64_t(k3[at]) * Cb;
       if (NeedIg) {
-        // One read-modify-write after the other: out-of-range corners share the sink row.
+        // One read-modify-write after the other: out-of-range corners share the sink row
+        // (framed: corners outside may share a pad pixel).
         V g;
         if constexpr (Cb == 4) {
           g = (V)_mm512_extractf32x4_ps(gq, j);
