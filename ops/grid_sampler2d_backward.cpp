@@ -239,6 +239,8 @@ class Runner {
     grid_plane_ = make_plane(g_.Ho, g_.Wo, a.grid.strides[1], a.grid.strides[2]);
     if (p.need_ig) ig_plane_ = make_plane(g_.H, g_.W, a.inputGrad.strides[2], a.inputGrad.strides[3]);
     if (p.need_gg) gg_plane_ = make_plane(g_.Ho, g_.Wo, a.gridGrad.strides[1], a.gridGrad.strides[2]);
+    grid_pairs_flat_ = grid_plane_.flat && grid_plane_.scol == 2 && a.grid.strides[3] == 1;
+    gg_pairs_flat_ = p.need_gg && gg_plane_.flat && gg_plane_.scol == 2 && a.gridGrad.strides[3] == 1;
     if (!p.tile_records) rec_ = lay_out_records(ws + p.rec_off, p.interp, p.rec_array);
     if (!p.tile_grid_grad) partials_ = reinterpret_cast<float*>(ws + p.part_off);
     if (p.mult_array > 0) {  // phase 3 reads them where it reads the chunk records' multipliers
@@ -288,7 +290,7 @@ class Runner {
   const float* grid_pairs(int64_t n, int64_t p, int64_t len, float* scratch) const {
     const T* base = tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0];
     const int64_t sk = a_.grid.strides[3];
-    if (grid_plane_.flat && grid_plane_.scol == 2 && sk == 1) {  // (x, y) pairs side by side
+    if (grid_pairs_flat_) {
       if constexpr (std::is_same<T, float>::value) return base + 2 * p;
       simd::convert_to_float(base + 2 * p, scratch, 2 * len);
       return scratch;
@@ -307,7 +309,7 @@ class Runner {
   // storage type (converted to a float scratch first, a 16-bit grid's loads stalled: the bf16
   // RGB warp takes 0.98-0.99x the time without the scratch, in-process A/B, one thread).
   void load_grid(int64_t n, int64_t p, int64_t len, double* gx, double* gy) const {
-    if (grid_plane_.flat && grid_plane_.scol == 2 && a_.grid.strides[3] == 1) {
+    if (grid_pairs_flat_) {
       split_pairs(tensor_ptr<T>(a_.grid) + n * a_.grid.strides[0] + 2 * p, len, gx, gy);
     } else {
       alignas(64) float scratch[2 * kTile];
@@ -427,6 +429,12 @@ class Runner {
       rec = &rec_, first = nl * g_.P;
     }
     if (!p_.tile_grid_grad && p_.need_gx) part = partials_ + (nl * p_.nblocks + b) * g_.P * 2;
+    // An fp32 gridGrad of side-by-side pairs takes each tile's sums in place, scaled there: no
+    // copy out of the scratch (the RGB warp 0.94-0.97x the time on one thread, 0.98-1.00x at 2;
+    // in-process A/B, the same bits).
+    float* const gg_in_place = p_.tile_grid_grad && part && std::is_same<T, float>::value && gg_pairs_flat_
+                                   ? reinterpret_cast<float*>(static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0])
+                                   : nullptr;
     const int cvalid = int(std::min<int64_t>(Cb, g_.C - c0));
     const T* go = tensor_ptr<T>(a_.gradOutput) + n * a_.gradOutput.strides[0] + c0 * a_.gradOutput.strides[1];
     for (int64_t t0 = p0; t0 < p1; t0 += kTile) {
@@ -460,13 +468,7 @@ class Runner {
       if (gtile == tile) load_channels<T, Cb>(go, a_.gradOutput.strides[1], cvalid, go_plane_, t0, len, tile);
       const int64_t i0 = p_.tile_records ? 0 : first + t0;  // the tile's first record
       float* tile_part = part == nullptr || p_.tile_grid_grad ? part : part + 2 * t0;
-      // An fp32 gridGrad of side-by-side pairs takes the tile's sums in place, scaled there:
-      // no copy out of the scratch (the RGB warp 0.94-0.97x the time on one thread, 0.98-1.00x
-      // at 2; in-process A/B, the same bits).
-      const bool gg_in_place = p_.tile_grid_grad && part && std::is_same<T, float>::value && gg_plane_.flat &&
-                               gg_plane_.scol == 2 && a_.gridGrad.strides[3] == 1;
-      if (gg_in_place)
-        tile_part = reinterpret_cast<float*>(static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0]) + 2 * t0;
+      if (gg_in_place) tile_part = gg_in_place + 2 * t0;
       if (direct) {  // (tile records: i0 is 0)
         DirectArgs d = *direct;
         d.rec = rec, d.len = len, d.g = gtile, d.part = tile_part;
@@ -1122,7 +1124,7 @@ class Runner {
     scale_grid_grad(out, len, rec, i);
     T* base = static_cast<T*>(a_.gridGrad.data) + n * a_.gridGrad.strides[0];
     const int64_t sk = a_.gridGrad.strides[3];
-    if (gg_plane_.flat && gg_plane_.scol == 2 && sk == 1) {
+    if (gg_pairs_flat_) {
       simd::convert_from_float(out, base + 2 * p, 2 * len);
     } else {
       T narrow[2 * kTile];
@@ -1156,6 +1158,8 @@ class Runner {
   const Geometry& g_;
   char* ws_;
   Plane go_plane_, in_plane_, grid_plane_, ig_plane_, gg_plane_;
+  bool grid_pairs_flat_ = false;  // the grid's (x, y) pairs side by side along the positions
+  bool gg_pairs_flat_ = false;    // and gridGrad's (requested)
   Records rec_;
   float* partials_ = nullptr;
   RecordFn record_fn_ = nullptr;
