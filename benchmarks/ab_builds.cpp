@@ -37,6 +37,7 @@
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
+#include "aclnn_cpu/half.h"
 
 namespace {
 
@@ -123,28 +124,6 @@ struct Storage {
 
 size_t element_bytes(aclDataType t) { return t == ACL_FLOAT ? 4 : 2; }
 
-// IEEE binary16 bits of a float (round to nearest even; the values here are normal or zero).
-uint16_t half_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const int32_t exponent = int32_t((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mantissa = x & 0x7fffffu;
-  if (exponent <= 0) return uint16_t(sign);  // (tiny values flush: timing only)
-  if (exponent >= 31) return uint16_t(sign | 0x7c00u);
-  uint32_t h = (uint32_t(exponent) << 10) | (mantissa >> 13);
-  const uint32_t rest = mantissa & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) ++h;  // (a carry into the exponent is right)
-  return uint16_t(sign | h);
-}
-
-// bfloat16 bits of a float (round to nearest even; finite values).
-uint16_t bf16_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  return uint16_t((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-}
-
 // `values` in the storage type t.
 std::vector<unsigned char> stored(const std::vector<float>& values, aclDataType t) {
   std::vector<unsigned char> bytes(values.size() * element_bytes(t));
@@ -152,7 +131,9 @@ std::vector<unsigned char> stored(const std::vector<float>& values, aclDataType 
     if (t == ACL_FLOAT) {
       std::memcpy(&bytes[4 * i], &values[i], 4);
     } else {
-      const uint16_t b = t == ACL_FLOAT16 ? half_bits(values[i]) : bf16_bits(values[i]);
+      // (the library's own scalar rounding, half.h: to nearest even)
+      const uint16_t b = t == ACL_FLOAT16 ? aclnn_cpu::from_float<aclnn_cpu::half_t>(values[i]).bits
+                                          : aclnn_cpu::from_float<aclnn_cpu::bfloat16_t>(values[i]).bits;
       std::memcpy(&bytes[2 * i], &b, 2);
     }
   }
