@@ -426,10 +426,12 @@ ACLNN_ALWAYS_INLINE F4 lanes4(const float* src, int64_t parts, int64_t part_stri
 }
 
 // Rows r[0..3] (channels c..c+3, storage type T) of positions [q0, q1) from channel-last
-// buffers summed over `parts`.
+// buffers summed over `parts`. Rows from `live` on are scratch nobody reads (channels past the
+// tensor's): the whole-vector loops skip their conversions and stores (a 3-channel image's
+// fourth lane; the bf16 RGB warp's write-back narrowed a quarter of its vectors for nothing).
 template <class T, int Cb, bool Parts>
 void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, int64_t q0, int64_t q1,
-                   T* const* r) {
+                   T* const* r, int live = 4) {
   int64_t q = q0;
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
   if constexpr (Cb == 4) {
@@ -442,7 +444,8 @@ void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, 
           for (int64_t p = 1; p < parts; ++p) x[k] = _mm512_add_ps(x[k], _mm512_loadu_ps(at + p * part_stride));
       }
       positions16_to_rows4(x);
-      for (int j = 0; j < 4; ++j) simd::store(r[j] + q, (simd::VecF)x[j]);
+      for (int j = 0; j < 4; ++j)
+        if (j < live) simd::store(r[j] + q, (simd::VecF)x[j]);
     }
   }
 #endif
@@ -453,7 +456,8 @@ void group_to_rows(const float* src, int64_t parts, int64_t part_stride, int c, 
       F4 v[16];  // after the transposes, v[k + j] = channel c + j of positions q + k .. q + k + 3
       for (int k = 0; k < 16; ++k) v[k] = lanes4<Cb, Parts>(src, parts, part_stride, c, q + k);
       for (int k = 0; k < 16; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
-      for (int j = 0; j < 4; ++j) store16_from_float(r[j] + q, v[j], v[4 + j], v[8 + j], v[12 + j]);
+      for (int j = 0; j < 4; ++j)
+        if (j < live) store16_from_float(r[j] + q, v[j], v[4 + j], v[8 + j], v[12 + j]);
     }
   }
   for (; q + 4 <= q1; q += 4) {
@@ -714,7 +718,7 @@ void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, 
           reinterpret_cast<uintptr_t>(group[0]) % sizeof(F4) == 0) {
         group_to_rows_streamed<T, Cb, Parts>(chunk, parts, part_stride, c, n, group);
       } else {
-        group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group);
+        group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group, std::min(4, cvalid - c));
       }
     }
     if (!contiguous) {
