@@ -230,6 +230,32 @@ ACLNN_ALWAYS_INLINE __m512 insert_lanes(__m512 v, const float* p) {
   else return _mm512_insertf32x8(v, _mm256_loadu_ps(p), J);
 }
 
+// gradOutput lanes of 4 positions from the 4 rows of a 4-lane block in 16-bit storage:
+// [c0 c1 c2 c3 of position 0 | of position 1 | ...] as fp32. The 16 values are packed into one
+// 256-bit register and a single word permutation puts them in position order; bf16 lands in the
+// high half of each 32-bit lane (the low half zeroed by the mask), fp16 is widened after. The
+// rows one at a time took 4 widenings, 3 inserts and a float permutation.
+template <class G>
+ACLNN_ALWAYS_INLINE __m512 rows4_to_positions16(const G* g0, const G* g1, const G* g2, const G* g3) {
+  const auto qword = [](const G* p) {
+    int64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  // Word c * 4 + p of `packed` is channel c of position p.
+  const __m256i packed = _mm256_set_epi64x(qword(g3), qword(g2), qword(g1), qword(g0));
+  if constexpr (std::is_same<G, bfloat16_t>::value) {
+    // Word 2 * (p * 4 + c) + 1 takes word c * 4 + p; even words are zeroed.
+    const __m512i index = _mm512_set_epi16(15, 0, 11, 0, 7, 0, 3, 0, 14, 0, 10, 0, 6, 0, 2, 0,  //
+                                           13, 0, 9, 0, 5, 0, 1, 0, 12, 0, 8, 0, 4, 0, 0, 0);
+    return _mm512_castsi512_ps(
+        _mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, index, _mm512_castsi256_si512(packed)));
+  } else {
+    const __m256i index = _mm256_set_epi16(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    return _mm512_cvtph_ps(_mm256_permutexvar_epi16(index, packed));
+  }
+}
+
 // tile_bilinear's first positions with Cb = 4 or 8 on AVX-512, 16 / Cb positions at a time:
 // the corner reads of the grid gradient fill one 512-bit vector per corner (a position per
 // 128- or 256-bit lane), so its arithmetic and lane sums run once per 4 or 2 positions. The
@@ -265,7 +291,10 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
     // The kStep positions' gradOutput lanes, position j in 128- or 256-bit lane j.
     __m512 gq;
     if constexpr (Cb == 4) {
-      if (g0) {
+      if constexpr (sizeof(G) == 2) {
+        if (g0) gq = rows4_to_positions16<G>(g0 + q, g1 + q, g2 + q, g3 + q);
+        else gq = _mm512_loadu_ps(gt + q * Cb);
+      } else if (g0) {
         gq = _mm512_castps128_ps512((__m128)load4_as_float(g0 + q));
         gq = _mm512_insertf32x4(gq, (__m128)load4_as_float(g1 + q), 1);
         gq = _mm512_insertf32x4(gq, (__m128)load4_as_float(g2 + q), 2);
