@@ -1,6 +1,6 @@
 """Streaming stores change where bytes go, never which bytes.
 
-Every streaming op (PReLU, GroupNorm, Softmax; GridSampler2D for fp32 inputGrad) streams its
+Every streaming op (PReLU, GroupNorm, Softmax; GridSampler2D for its inputGrad) streams its
 output when its traffic exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every
 call count as "too big", so the streaming code runs on small data, on every ISA level, for
 every kernel path, with outputs starting on a 64-byte line and one element past it (the
@@ -142,9 +142,10 @@ def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
     assert_same_bits(*plain_and_streamed(llc, call))
 
 
-# GridSampler2D: fp32 inputGrad streams (16-bit never does, so those rows check that nothing
-# changes): fused channel blocks of 16, 8 and 4 lanes with partial last blocks, positions split
-# into parts (one block, many positions), planes that are not whole lines, and every mode.
+# GridSampler2D: fp32 inputGrad streams, 16-bit in groups of 8 channels outside the framed layout
+# (its groups of 4 and one-channel planes stay plain, so those rows check that nothing changes):
+# fused channel blocks of 16, 8 and 4 lanes with partial last blocks, positions split into parts
+# (one block, many positions), planes that are not whole lines, and every mode.
 GS_SHAPES = [(2, 20, 9, 11, 7, 6), (1, 12, 8, 8, 64, 64), (3, 3, 5, 13, 4, 9), (2, 40, 16, 16, 16, 16),
              (3, 1, 30, 29, 20, 20), (1, 1, 40, 40, 64, 64)]  # one channel: planes, fused and in parts
 

@@ -534,7 +534,7 @@ void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c,
 #endif
 
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-// group8_to_rows for fp32 with whole lines streamed (see group_to_rows_streamed below; the
+// group8_to_rows for fp32 with whole lines streamed (see float_group_to_rows_streamed below; the
 // plan streams on AVX-512 only); rows r[0..7] share their offset within a line. 16 positions
 // are one line of each row: two 8 x 8 blocks, joined into one 64-byte store per row. The
 // partial lines at either end go through group8_to_rows.
@@ -557,35 +557,53 @@ void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part
   group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
 
+// The same for 16-bit storage: 32 positions are one line of each row, two blocks of 16 positions
+// (narrowed on the fp32 side, transposed as 16-bit values, as group8_to_rows) joined into one
+// 64-byte store per row.
+template <class T, int Cb, bool Parts>
+void group8_to_rows_streamed16(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                               T* const* r) {
+  const int64_t head = simd::head_to<64>(r[0], len);
+  group8_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
+  int64_t q = head;
+  for (; q + 32 <= len; q += 32) {
+    __m256i a[8], b[8];  // a[k]: positions q + k | q + 8 + k; b[k]: q + 16 + k | q + 24 + k
+    for (int k = 0; k < 8; ++k) {
+      a[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + k),
+                         lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k));
+      b[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + 16 + k),
+                         lanes8<Cb, Parts>(src, parts, part_stride, c, q + 24 + k));
+    }
+    transpose8x8_halves(a);
+    transpose8x8_halves(b);
+    for (int j = 0; j < 8; ++j)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(r[j] + q), _mm512_inserti64x4(_mm512_castsi256_si512(a[j]), b[j], 1));
+  }
+  group8_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, len, r);
+}
+
 #endif
 
-// The same with whole cache lines written by stores that bypass the caches: for a big
-// inputGrad nobody reads soon, this saves reading every line before overwriting it (the kernel
-// is memory-bound there). Each line is written by 4 consecutive 16-byte stores, so the
-// write-combining buffer sends it whole. Callers end with simd::stream_fence().
-template <class T, int Cb, bool Parts>
-void group_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
-                            T* const* r) {
-  constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // values per line: 16 or 32
+// The same with whole cache lines written by stores that bypass the caches, for fp32: for a
+// big inputGrad nobody reads soon, this saves reading every line before overwriting it (the
+// kernel is memory-bound there). Each line is written by 4 consecutive 16-byte stores, so the
+// write-combining buffer sends it whole. Callers end with simd::stream_fence(). (16-bit groups
+// of 4 channels do not stream: 16-byte streams of them measured slower than plain stores.)
+template <int Cb, bool Parts>
+void float_group_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                                  float* const* r) {
+  constexpr int64_t kLine = 16;  // values per line
   const int64_t head = simd::head_to<64>(r[0], len);
-  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
   for (; q + kLine <= len; q += kLine) {
     F4 v[kLine];  // after the transposes, v[k + j] = channel c + j of positions q + k .. q + k + 3
     for (int k = 0; k < kLine; ++k) v[k] = lanes4<Cb, Parts>(src, parts, part_stride, c, q + k);
     for (int k = 0; k < kLine; k += 4) transpose4(v[k], v[k + 1], v[k + 2], v[k + 3]);
-    for (int j = 0; j < 4; ++j) {
-      if constexpr (std::is_same<T, float>::value) {
-        for (int k = 0; k < kLine; k += 4) stream16(r[j] + q + k, v[k + j]);
-      } else {
-        for (int k = 0; k < kLine; k += 8) {
-          const H4 lo = narrow4<T>(v[k + j]), hi = narrow4<T>(v[k + 4 + j]);
-          stream16(r[j] + q + k, (F4)__builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
-        }
-      }
-    }
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < kLine; k += 4) stream16(r[j] + q + k, v[k + j]);
   }
-  group_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, len, r);
+  group_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
 
 // Points rows[c] at channel c's values for positions [p0, p0 + len), len <= kTile: into the
@@ -702,10 +720,13 @@ void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, 
         for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, rows + c);
       }
 #if ACLNN_ISA_LEVEL >= 2
-      if constexpr (std::is_same<T, float>::value) {  // (only fp32 streams, on AVX-512: see the plan)
-        if (stream && contiguous)
-          for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8)
+      if (stream && contiguous) {  // (streams on AVX-512 only: see the plan)
+        for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8) {
+          if constexpr (std::is_same<T, float>::value)
             float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+          else
+            group8_to_rows_streamed16<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
+        }
       }
 #endif
     }
@@ -714,12 +735,14 @@ void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, 
       // A partial last group writes its missing channels' rows into scratch.
       T* group[4];
       for (int j = 0; j < 4; ++j) group[j] = c + j < cvalid ? rows[c + j] : raw[c + j];
-      if (stream && contiguous && c + 4 <= cvalid && share_line_offset<4>(group) &&
-          reinterpret_cast<uintptr_t>(group[0]) % sizeof(F4) == 0) {
-        group_to_rows_streamed<T, Cb, Parts>(chunk, parts, part_stride, c, n, group);
-      } else {
-        group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group, std::min(4, cvalid - c));
+      if constexpr (std::is_same<T, float>::value) {  // (16-bit groups of 4 stay plain: see the plan)
+        if (stream && contiguous && c + 4 <= cvalid && share_line_offset<4>(group) &&
+            reinterpret_cast<uintptr_t>(group[0]) % sizeof(F4) == 0) {
+          float_group_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, group);
+          continue;
+        }
       }
+      group_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, group, std::min(4, cvalid - c));
     }
     if (!contiguous) {
       for (int c = 0; c < cvalid; ++c) {
