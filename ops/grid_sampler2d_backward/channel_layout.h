@@ -534,50 +534,40 @@ void group8_to_rows(const float* src, int64_t parts, int64_t part_stride, int c,
 #endif
 
 #if ACLNN_SIMD_X86 && ACLNN_ISA_LEVEL >= 2
-// group8_to_rows for fp32 with whole lines streamed (see float_group_to_rows_streamed below; the
-// plan streams on AVX-512 only); rows r[0..7] share their offset within a line. 16 positions
-// are one line of each row: two 8 x 8 blocks, joined into one 64-byte store per row. The
-// partial lines at either end go through group8_to_rows.
-template <int Cb, bool Parts>
-void float_group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
-                                   float* const* r) {
-  const int64_t head = simd::head_to<64>(r[0], len);
-  group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
-  int64_t q = head;
-  for (; q + 16 <= len; q += 16) {
-    __m256 lo[8], hi[8];  // channels c..c+7 of positions q + k and q + 8 + k
-    for (int k = 0; k < 8; ++k) {
-      lo[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + k);
-      hi[k] = (__m256)lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k);
-    }
-    transpose8x8_floats(lo);
-    transpose8x8_floats(hi);
-    for (int j = 0; j < 8; ++j) _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
-  }
-  group8_to_rows<float, Cb, Parts>(src, parts, part_stride, c, q, len, r);
-}
-
-// The same for 16-bit storage: 32 positions are one line of each row, two blocks of 16 positions
-// (narrowed on the fp32 side, transposed as 16-bit values, as group8_to_rows) joined into one
-// 64-byte store per row.
+// group8_to_rows with whole lines streamed (see float_group_to_rows_streamed below; the plan
+// streams on AVX-512 only); rows r[0..7] share their offset within a line. A line of each row
+// is 16 positions in fp32, two 8 x 8 blocks, or 32 in 16-bit storage, two blocks of 16
+// positions (narrowed on the fp32 side, transposed as 16-bit values, as group8_to_rows); either
+// way the two blocks are joined into one 64-byte store per row. The partial lines at either end
+// go through group8_to_rows.
 template <class T, int Cb, bool Parts>
-void group8_to_rows_streamed16(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
-                               T* const* r) {
+void group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_stride, int c, int64_t len,
+                             T* const* r) {
+  constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // positions per line
   const int64_t head = simd::head_to<64>(r[0], len);
   group8_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
   int64_t q = head;
-  for (; q + 32 <= len; q += 32) {
-    __m256i a[8], b[8];  // a[k]: positions q + k | q + 8 + k; b[k]: q + 16 + k | q + 24 + k
-    for (int k = 0; k < 8; ++k) {
-      a[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + k),
-                         lanes8<Cb, Parts>(src, parts, part_stride, c, q + 8 + k));
-      b[k] = narrow16<T>(lanes8<Cb, Parts>(src, parts, part_stride, c, q + 16 + k),
-                         lanes8<Cb, Parts>(src, parts, part_stride, c, q + 24 + k));
+  for (; q + kLine <= len; q += kLine) {
+    const auto lanes = [&](int64_t at) { return lanes8<Cb, Parts>(src, parts, part_stride, c, at); };
+    if constexpr (std::is_same<T, float>::value) {
+      __m256 lo[8], hi[8];  // channels c..c+7 of positions q + k and q + 8 + k
+      for (int k = 0; k < 8; ++k) lo[k] = (__m256)lanes(q + k), hi[k] = (__m256)lanes(q + 8 + k);
+      transpose8x8_floats(lo);
+      transpose8x8_floats(hi);
+      for (int j = 0; j < 8; ++j)
+        _mm512_stream_ps(r[j] + q, _mm512_insertf32x8(_mm512_castps256_ps512(lo[j]), hi[j], 1));
+    } else {
+      __m256i lo[8], hi[8];  // lo[k]: positions q + k | q + 8 + k; hi[k]: q + 16 + k | q + 24 + k
+      for (int k = 0; k < 8; ++k) {
+        lo[k] = narrow16<T>(lanes(q + k), lanes(q + 8 + k));
+        hi[k] = narrow16<T>(lanes(q + 16 + k), lanes(q + 24 + k));
+      }
+      transpose8x8_halves(lo);
+      transpose8x8_halves(hi);
+      for (int j = 0; j < 8; ++j)
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(r[j] + q),
+                            _mm512_inserti64x4(_mm512_castsi256_si512(lo[j]), hi[j], 1));
     }
-    transpose8x8_halves(a);
-    transpose8x8_halves(b);
-    for (int j = 0; j < 8; ++j)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(r[j] + q), _mm512_inserti64x4(_mm512_castsi256_si512(a[j]), b[j], 1));
   }
   group8_to_rows<T, Cb, Parts>(src, parts, part_stride, c, q, len, r);
 }
@@ -720,14 +710,9 @@ void store_channel_blocks(const float* src, int64_t parts, int64_t part_stride, 
         for (; c + 8 <= cvalid; c += 8) group8_to_rows<T, Cb, Parts>(chunk, parts, part_stride, c, 0, n, rows + c);
       }
 #if ACLNN_ISA_LEVEL >= 2
-      if (stream && contiguous) {  // (streams on AVX-512 only: see the plan)
-        for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8) {
-          if constexpr (std::is_same<T, float>::value)
-            float_group8_to_rows_streamed<Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
-          else
-            group8_to_rows_streamed16<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
-        }
-      }
+      if (stream && contiguous)  // (streams on AVX-512 only: see the plan)
+        for (; c + 8 <= cvalid && share_line_offset<8>(rows + c); c += 8)
+          group8_to_rows_streamed<T, Cb, Parts>(chunk, parts, part_stride, c, n, rows + c);
 #endif
     }
 #endif
