@@ -1,8 +1,8 @@
 // A/B of two or more builds of libaclnn_cpu.so inside one process, on one GridSampler2DBackward
-// call (both outputs; fp32 unless --dtype says otherwise). Each library is loaded with dlopen and called through the C API in
-// alternation: per round, a block of calls of each, in an order reversed every round. A block
-// of the one and a block of the other meet the same state of the machine, so their ratio does
-// not carry the guest's slow spells (a chain of adds here ran at 1.4-3 GHz equivalents from one
+// call (both outputs; fp32 unless --dtype says otherwise). Each library is loaded with dlopen
+// and called through the C API in alternation: per round, a block of calls of each, in an
+// order reversed every round. A block of the one and a block of the other meet the same state
+// of the machine, so their ratio does not carry the guest's slow spells (a chain of adds here ran at 1.4-3 GHz equivalents from one
 // second to the next), which alternating processes does: on the RGB warp, 12 alternated
 // processes a side left 5-15% either way; 300 rounds here put two copies of one library at
 // 0.97-1.05x of each other (the copies' memory lies at different addresses), so read

@@ -546,9 +546,9 @@ void group8_to_rows_streamed(const float* src, int64_t parts, int64_t part_strid
   constexpr int64_t kLine = 64 / int64_t(sizeof(T));  // positions per line
   const int64_t head = simd::head_to<64>(r[0], len);
   group8_to_rows<T, Cb, Parts>(src, parts, part_stride, c, 0, head, r);
+  const auto lanes = [&](int64_t at) { return lanes8<Cb, Parts>(src, parts, part_stride, c, at); };
   int64_t q = head;
   for (; q + kLine <= len; q += kLine) {
-    const auto lanes = [&](int64_t at) { return lanes8<Cb, Parts>(src, parts, part_stride, c, at); };
     if constexpr (std::is_same<T, float>::value) {
       __m256 lo[8], hi[8];  // channels c..c+7 of positions q + k and q + 8 + k
       for (int k = 0; k < 8; ++k) lo[k] = (__m256)lanes(q + k), hi[k] = (__m256)lanes(q + 8 + k);
