@@ -2,11 +2,11 @@
 // call (both outputs; fp32 unless --dtype says otherwise). Each library is loaded with dlopen
 // and called through the C API in alternation: per round, a block of calls of each, in an
 // order reversed every round. A block of the one and a block of the other meet the same state
-// of the machine, so their ratio does not carry the guest's slow spells (a chain of adds here ran at 1.4-3 GHz equivalents from one
-// second to the next), which alternating processes does: on the RGB warp, 12 alternated
-// processes a side left 5-15% either way; 300 rounds here put two copies of one library at
-// 0.97-1.05x of each other (the copies' memory lies at different addresses), so read
-// differences under 5% as none.
+// of the machine, so their ratio does not carry the guest's slow spells (a chain of adds here
+// ran at 1.4-3 GHz equivalents from one second to the next), which alternating processes does:
+// on the RGB warp, 12 alternated processes a side left 5-15% either way; 300 rounds here put
+// two copies of one library at 0.97-1.05x of each other (the copies' memory lies at different
+// addresses), so read differences under 5% as none.
 //
 // The first library is the reference: per library, the median time of a call, and the median
 // and quartiles of the per-round ratio to the reference; a line says when a library's outputs
