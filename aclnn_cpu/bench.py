@@ -311,7 +311,9 @@ def _prepare_grid_sampler(case, dtype, ac, torch, rng) -> Prepared:
             return kernel(tgo, tx, tgrid, mode, padding, align, [True, True])
 
         torch_out = lambda: list(torch_fn())  # noqa: E731
-    moved = go.size + 2 * x.size + 2 * grid.size
+    # gradOutput and the grid read, inputGrad and gridGrad written, and the input read where the
+    # mode interpolates (nearest has no grid gradient, so its call never reads the input).
+    moved = go.size + (1 if mode == 1 else 2) * x.size + 2 * grid.size
     return Prepared(ours, torch_fn, lambda: [ig, gg], torch_out, moved * dt.itemsize, go.size,
                     lambda: ac.grid_sampler2d_backward(go, x, grid, mode, padding, align))
 

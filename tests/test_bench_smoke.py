@@ -140,6 +140,21 @@ def test_a_missed_speedup_names_what_a_copy_reaches():
     assert cells[bench.TABLE_HEADER.index("copy's speed-up")] == "1.70x"
 
 
+def test_grid_sampler_bytes_count_the_input_only_where_the_mode_reads_it():
+    # The copy beside a row moves the op's bytes: gradOutput and the grid read, inputGrad and
+    # gridGrad written, and the input read by bilinear and bicubic; nearest has no grid gradient
+    # and never reads it.
+    import aclnn_cpu as ac
+    import numpy as np
+
+    N, C, H, W, Ho, Wo = 2, 3, 5, 7, 4, 6
+    go, x, grid = N * C * Ho * Wo, N * C * H * W, N * Ho * Wo * 2
+    for mode, inputs in ((0, 2), (1, 1), (2, 2)):
+        case = bench.Case("grid_sampler", "t", bench._grid(N, C, H, W, Ho, Wo, mode=mode), ("smoke",))
+        prepared = bench._prepare_grid_sampler(case, "float16", ac, None, np.random.default_rng(0))
+        assert prepared.bytes_moved == 2 * (go + inputs * x + 2 * grid), mode
+
+
 def test_a_missed_overhead_target_is_listed():
     overhead = [{"op": "grid_sampler", "us": {"functional out=": 4.0, "two-phase": 6.0, "torch": 5.0},
                  "vs_torch": {"functional out=": 0.8, "two-phase": 1.2}}]
