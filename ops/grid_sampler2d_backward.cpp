@@ -6,7 +6,7 @@
 // are computed in double into per-position "records" that every channel of a block reuses:
 // for a tile of positions just before the tile runs (bilinear with up to kTileRecordBlocks
 // blocks, and bicubic: once per block), or for a chunk of samples, once for all blocks (phase
-// 1; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or
+// 1, or nearest's whole-sample tasks; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or
 // 16 lanes, chosen from C; a single channel takes one lane, so its
 // buffers are plain planes): a block's input planes are transposed into a channel-last fp32
 // buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
@@ -259,9 +259,10 @@ class Runner {
   void run() {
     for (int64_t n0 = 0; n0 < g_.N; n0 += p_.chunk) {
       const int64_t nc = std::min(p_.chunk, g_.N - n0);
-      if (!p_.tile_records) compute_chunk_records(n0, nc);
+      const bool sample_tasks = records_per_sample_task(nc);
+      if (!p_.tile_records && !sample_tasks) compute_chunk_records(n0, nc);
       if (p_.parts == 1) {
-        run_fused(n0, nc);
+        run_fused(n0, nc, sample_tasks);
       } else {
         run_split(n0, nc);
       }
@@ -272,16 +273,28 @@ class Runner {
  private:
   // Phase 1: records of every position of samples [n0, n0 + nc).
   void compute_chunk_records(int64_t n0, int64_t nc) {
-    run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) {
-      alignas(64) double gx[kTile], gy[kTile];
-      for (int64_t i = begin; i < end;) {
-        const int64_t n = i / g_.P, p = i % g_.P;
-        const int64_t len = std::min({kTile, end - i, g_.P - p});
-        load_grid(n0 + n, p, len, gx, gy);
-        record_fn_(g_, gx, gy, i, len, rec_);
-        i += len;
-      }
-    });
+    run_chunks(nc * g_.P, kPositionGrain, [&](int64_t begin, int64_t end) { fill_records(n0, begin, end); });
+  }
+
+  // Records [begin, end) of the chunk of samples from n0.
+  void fill_records(int64_t n0, int64_t begin, int64_t end) {
+    alignas(64) double gx[kTile], gy[kTile];
+    for (int64_t i = begin; i < end;) {
+      const int64_t n = i / g_.P, p = i % g_.P;
+      const int64_t len = std::min({kTile, end - i, g_.P - p});
+      load_grid(n0 + n, p, len, gx, gy);
+      record_fn_(g_, gx, gy, i, len, rec_);
+      i += len;
+    }
+  }
+
+  // Whether phase 2's tasks are whole samples of a chunk (nc samples) that compute their own
+  // records first, in place of phase 1 and its own pass: nearest's records, one int a position,
+  // written and read back by one thread while they are in its caches, and no wait between the
+  // two phases. Enough samples to go round the threads several times.
+  bool records_per_sample_task(int64_t nc) const {
+    return p_.interp == kNearest && !p_.tile_records && p_.parts == 1 && !p_.compact && !p_.direct &&
+           !p_.few_bicubic && nc >= kSampleTasksPerThread * num_threads();
   }
 
   // The (x, y) grid values of positions [p, p + len) of sample n, len <= kTile, as fp32 pairs:
@@ -497,8 +510,9 @@ class Runner {
     return positions * (8 + Cb) * weight;
   }
 
-  // Phase 2, one task per (sample, block): load, accumulate and write back in one slot.
-  void run_fused(int64_t n0, int64_t nc) {
+  // Phase 2, one task per (sample, block), or per sample with its blocks one after the other
+  // (records_per_sample_task): load, accumulate and write back in one slot.
+  void run_fused(int64_t n0, int64_t nc, bool sample_tasks) {
     const int64_t bs = buf_stride();
     const bool windowed = g_.P * kWindowRatio <= g_.HW;
     // A compact or windowed task also zero-fills its channels' inputGrad planes, wholly or
@@ -519,8 +533,8 @@ class Runner {
     const int64_t band = ceil_div(g_.H, 64);  // rows per band
     ig_zeroed_ = zero_fill_first(nc);
     if (ig_zeroed_) zero_input_grad(n0, nc);
-    run_tasks(nc * p_.nblocks, p_.slots, worth_threads, [&](int64_t task, int64_t slot) {
-      const int64_t nl = task / p_.nblocks, b = task % p_.nblocks, n = n0 + nl;
+    const auto block_task = [&](int64_t nl, int64_t b, int64_t slot) {
+      const int64_t n = n0 + nl;
       if (p_.compact) return run_compact(n0, nl, b, slot_mem(slot));
       if (p_.direct) return run_direct(n0, nl, slot_mem(slot));
       if (p_.few_bicubic) {
@@ -560,7 +574,16 @@ class Runner {
         done = hi;
       }
       store_zero_input_grad(n, b, done, g_.HW - done);
-    });
+    };
+    if (sample_tasks) {
+      run_tasks(nc, p_.slots, worth_threads, [&](int64_t nl, int64_t slot) {
+        fill_records(n0, nl * g_.P, (nl + 1) * g_.P);
+        for (int64_t b = 0; b < p_.nblocks; ++b) block_task(nl, b, slot);
+      });
+    } else {
+      run_tasks(nc * p_.nblocks, p_.slots, worth_threads,
+                [&](int64_t task, int64_t slot) { block_task(task / p_.nblocks, task % p_.nblocks, slot); });
+    }
     ig_zeroed_ = false;
   }
 

@@ -501,6 +501,32 @@ def test_schedules(shape, mode):
     check(ig, gg, reference(go, x, grid, mode, 2, True), np.float32, str(shape))
 
 
+# Nearest with several channel blocks and at least 4 samples a thread runs whole samples as
+# tasks, each computing its own records before its blocks (Runner::records_per_sample_task);
+# with fewer samples a thread, phase 1 computes them all first. N9 C40 (3 blocks of 16, 5 of 8
+# or 10 of 4 by level) takes the sample tasks at 1 and 2 threads and phase 1 at 5: the same
+# bits either way, with the workspace NaN-filled or zero; every padding and alignment, a grid
+# reaching beyond the image (against the formulas) and one with NaNs, infinities and huge
+# values among its entries (against PyTorch).
+@pytest.mark.parametrize("pad", [0, 1, 2])
+@pytest.mark.parametrize("align", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_nearest_records_per_sample_task(torch, isa, threads, pad, align, dtype):
+    rng = np.random.default_rng(71 + 2 * pad + align)
+    go, x, grid = make(rng, 9, 40, 19, 21, 20, 18, dtype, spread=1.2)
+    for kind, g in (("spread", grid), ("special", special_grid(rng, 9, 20, 18, dtype, pad))):
+        what = f"{kind} pad {pad} align {align}"
+        ig, gg = run_filled_workspaces(threads, go, x, g, 1, pad, align)
+        threads(5)
+        again = ac.grid_sampler2d_backward(go, x, g, 1, pad, align)
+        assert again[0].tobytes() == ig.tobytes() and again[1].tobytes() == gg.tobytes(), what
+        if kind == "spread":
+            check(ig, gg, reference(go, x, g, 1, pad, align), dtype, what)
+        t_ig, t_gg = torch_reference(torch, go, x, g, 1, pad, align)
+        assert_close_normwise(ig, t_ig, dtype, "inputGrad " + what)
+        assert_close_normwise(gg, t_gg, dtype, "gridGrad " + what)
+
+
 # Positions split into parts zero and sum only the input rows each part can reach. A workspace
 # full of NaN bytes shows any row read without being zeroed. The "alternating" grid sends parts
 # 0 and 2 to the top rows and parts 1 and 3 to the bottom ones, so the parts reaching a row are

@@ -34,6 +34,7 @@ constexpr int64_t kSlotChunk = 64;              // compact slots moved a channel
 constexpr int64_t kPositionGrain = 2048;        // phase 1 / 3 positions per thread, at least
 // Phase 2 work worth a second thread: about 20 us on one thread, in units of task_cost().
 constexpr int64_t kTaskGrainWork = 1 << 16;
+constexpr int64_t kSampleTasksPerThread = 4;  // nearest: whole-sample tasks from this many samples a thread
 constexpr int64_t kTileRecordBlocks = 8;       // most channel blocks computing bilinear records per tile
 constexpr int64_t kPrefetch = 8;                // positions ahead whose pixel rows are prefetched
 constexpr int64_t kNearestNoPrefetchBytes = 256 << 10;  // nearest: buffers up to this size are not prefetched

@@ -229,7 +229,8 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // a position) 0.96-1.14x with one block, 1.19-1.24x with 16, so it kept phase 1; with its
   // cheaper records (in_range/keep) one block measured 0.94-1.00x at 2 threads (N16 C1 64x64,
   // N4 C1 128x128, N2 C1 256x256, N4 C3 224x224) and 0.88-0.98x on one thread: one block
-  // computes them per tile now, several keep phase 1.
+  // computes them per tile now, several keep chunk records (computed in phase 1, or by each
+  // whole-sample task: Runner::records_per_sample_task).
   p.tile_records = !p.compact && (p.interp == kBicubic || (p.interp == kBilinear && p.nblocks <= kTileRecordBlocks) ||
                                    (p.interp == kNearest && p.nblocks == 1));
   p.tile_grid_grad = p.tile_records && p.nblocks == 1;
