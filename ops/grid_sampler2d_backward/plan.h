@@ -29,6 +29,9 @@ struct Plan {
   bool need_gx = false;  // gridGrad needs computing (not nearest)
   bool trivial = false;  // nothing to compute beyond zero-filling outputs
   bool stream_out = false;  // inputGrad is big: write it with cache-bypassing stores
+  // Nearest's gridGrad (all zeros) is zero-filled by each sample's first task, on every thread,
+  // rather than by one thread before the tasks (Runner::zero_sample_grid_grad).
+  bool zero_gg_in_tasks = false;
   int cb = 16;           // channels per block
   int64_t nblocks = 0;
   int64_t chunk = 1;     // samples per chunk
@@ -217,6 +220,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // (N10 C16 128x128 bilinear fp16) 1.0-1.09x, so not there. (An earlier measurement, with 16-
   // and 64-byte stores alike, had nearest b32 fp16 slower streamed: 1.42 against 1.35 ms.)
   p.stream_out = big_input_grad && (a.input.dtype == DType::Float32 || (p.cb >= 8 && !p.framed));
+  p.zero_gg_in_tasks = p.need_gg && !p.need_gx && p.parts == 1;
 
   // Phase 1 computes the records of a chunk of samples once for all channel blocks: 40 bytes a
   // position for bilinear, 96 for bicubic, which go out to L2/L3 and come back for every block.
