@@ -6,9 +6,9 @@
 // are computed in double into per-position "records" that every channel of a block reuses:
 // for a tile of positions just before the tile runs (bilinear with up to kTileRecordBlocks
 // blocks, and bicubic: once per block), or for a chunk of samples, once for all blocks (phase
-// 1, or nearest's whole-sample tasks; nearest, and bilinear with more blocks). Channels are handled in blocks of Cb (4, 8 or
-// 16 lanes, chosen from C; a single channel takes one lane, so its
-// buffers are plain planes): a block's input planes are transposed into a channel-last fp32
+// 1, or nearest's whole-sample tasks; nearest, and bilinear with more blocks). Channels are
+// handled in blocks of Cb (4, 8 or 16 lanes, chosen from C; a single channel takes one lane,
+// so its buffers are plain planes): a block's input planes are transposed into a channel-last fp32
 // buffer [H*W + 1][Cb], so one source pixel of the block is one short vector
 // and the per-position work (scatter-add into inputGrad, gather of input values for gridGrad)
 // is plain vector arithmetic without gathers or scatters (phase 2). Row H*W is a spare pixel:
@@ -294,7 +294,7 @@ class Runner {
   // two phases. Enough samples to go round the threads several times.
   bool records_per_sample_task(int64_t nc) const {
     return p_.interp == kNearest && !p_.tile_records && p_.parts == 1 && !p_.compact && !p_.direct &&
-           !p_.few_bicubic && nc >= kSampleTasksPerThread * num_threads();
+           nc >= kSampleTasksPerThread * num_threads();
   }
 
   // The (x, y) grid values of positions [p, p + len) of sample n, len <= kTile, as fp32 pairs:
@@ -1211,8 +1211,9 @@ void run_blocks(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
 
 template <class T>
 void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
-  // nearest: no grid gradient (zero-filled here, or sample by sample in the tasks)
-  if (p.need_gg && !p.need_gx && (p.trivial || !p.zero_gg_in_tasks)) fill_zero<T>(a.gridGrad);
+  // nearest: no grid gradient (zero-filled here, or sample by sample in the tasks; a trivial
+  // plan never sets zero_gg_in_tasks)
+  if (p.need_gg && !p.need_gx && !p.zero_gg_in_tasks) fill_zero<T>(a.gridGrad);
   if (p.trivial) {
     if (p.need_ig) fill_zero<T>(a.inputGrad);
     if (p.need_gx) fill_zero<T>(a.gridGrad);  // a sum over no channels (or no pixels)

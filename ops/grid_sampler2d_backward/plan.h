@@ -128,10 +128,10 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // inputGrad bigger than a quarter of the last-level cache bypasses the caches (8 MiB of a
   // Zen 4's 32 in fp32: the size from which streaming was measured to win there; tests shrink
   // the cache size to run this path on small data; decided below, once the block width and
-  // layout are known, which 16-bit streaming needs). AVX-512 only,
-  // as simd.h's rule for streams has it (kLineStreams): below it, a line takes several narrower streaming
-  // stores, and on an AVX2-only Zen 3 (2 threads, fp32, processes alternated) normal stores
-  // took 0.79x the time of the 32-byte streams on N32 C32 64x64 nearest, 0.90x on N128 C32
+  // layout are known, which 16-bit streaming needs). AVX-512 only, as simd.h's rule for
+  // streams has it (kLineStreams): below it, a line takes several narrower streaming stores,
+  // and on an AVX2-only Zen 3 (2 threads, fp32, processes alternated) normal stores took 0.79x
+  // the time of the 32-byte streams on N32 C32 64x64 nearest, 0.90x on N128 C32
   // (64 MiB a tensor, far beyond the 32 MiB L3, so not a matter of outputs left in cache),
   // 0.94x bilinear, 0.99x bicubic, and 0.88x / 0.96x the 16-byte streams of N16 C4 256x256
   // nearest / bilinear.
@@ -214,8 +214,8 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   }
   // A big fp32 inputGrad streams (above); a big 16-bit one where its 8-channel groups write
   // whole lines (two 8 x 8 blocks of 16-bit values a 64-byte store, store_channel_blocks), so
-  // with blocks of 8 or 16 lanes, and not in the framed layout, whose write-back goes row by row. In-process A/B on a
-  // Zen 4, 2 threads, the same bits: N32 C32 64x64 nearest fp16 0.875x the time, bf16 0.97x,
+  // with blocks of 8 or 16 lanes, and not in the framed layout, whose write-back goes row by
+  // row. In-process A/B on a Zen 4, 2 threads, the same bits: N32 C32 64x64 nearest fp16 0.875x the time, bf16 0.97x,
   // bilinear 0.945x / 0.99x, bicubic 0.96x / 0.975x; N10 C16 128x128 nearest fp16 0.90x; framed
   // (N10 C16 128x128 bilinear fp16) 1.0-1.09x, so not there. (An earlier measurement, with 16-
   // and 64-byte stores alike, had nearest b32 fp16 slower streamed: 1.42 against 1.35 ms.)

@@ -230,13 +230,14 @@ ACLNN_ALWAYS_INLINE __m512 insert_lanes(__m512 v, const float* p) {
   else return _mm512_insertf32x8(v, _mm256_loadu_ps(p), J);
 }
 
-// gradOutput lanes of 4 positions from the 4 rows of a 4-lane block in 16-bit storage:
+// gradOutput lanes of 4 positions from the 4 rows of a 4-lane block in 16-bit storage (not
+// channel_layout.h's rows4_to_positions16, which transposes 16 positions of fp32 rows):
 // [c0 c1 c2 c3 of position 0 | of position 1 | ...] as fp32. The 16 values are packed into one
 // 256-bit register and a single word permutation puts them in position order; bf16 lands in the
 // high half of each 32-bit lane (the low half zeroed by the mask), fp16 is widened after. The
 // rows one at a time took 4 widenings, 3 inserts and a float permutation.
 template <class G>
-ACLNN_ALWAYS_INLINE __m512 rows4_to_positions16(const G* g0, const G* g1, const G* g2, const G* g3) {
+ACLNN_ALWAYS_INLINE __m512 positions4_from_rows16(const G* g0, const G* g1, const G* g2, const G* g3) {
   const auto qword = [](const G* p) {
     int64_t v;
     std::memcpy(&v, p, sizeof v);
@@ -292,7 +293,7 @@ int64_t tile_bilinear_wide(const TileArgs& t) {
     __m512 gq;
     if constexpr (Cb == 4) {
       if constexpr (sizeof(G) == 2) {
-        if (g0) gq = rows4_to_positions16<G>(g0 + q, g1 + q, g2 + q, g3 + q);
+        if (g0) gq = positions4_from_rows16<G>(g0 + q, g1 + q, g2 + q, g3 + q);
         else gq = _mm512_loadu_ps(gt + q * Cb);
       } else if (g0) {
         gq = _mm512_castps128_ps512((__m128)load4_as_float(g0 + q));
