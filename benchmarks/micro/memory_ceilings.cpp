@@ -1,6 +1,10 @@
 // Memory ceilings of this machine for GroupNorm bf16 N8 C320 64x64 (21 MB per tensor): a
 // streamed write of 21 MB, a read of 42 MB, one pass reading 42 MB and streaming 21 MB, and a
 // normal (read-for-ownership) write of 21 MB. docs/performance.md compares the op with them.
+// The source holds values other than zero: the read-and-stream pass once streamed 0 + 0, and
+// the Zen 4 guests stream all-zero lines 2-3x faster than others (write_channel.cpp), which
+// made that ceiling 11-15% lower than an op writing real data can reach (two pairs of runs:
+// 0.79 and 0.99 ms against 0.89 and 1.14).
 // Build and run (x86-64 with AVX-512):
 //   g++ -O2 -march=native -fopenmp memory_ceilings.cpp -o ceil && OMP_NUM_THREADS=2 ./ceil
 #include <immintrin.h>
@@ -14,7 +18,7 @@
 static double now(){return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();}
 int main(){
   size_t n=21*1024*1024/4; float* a=(float*)aligned_alloc(64,n*4); float* b=(float*)aligned_alloc(64,n*4*2);
-  memset(a,0,n*4); memset(b,0,n*8);
+  memset(a,0,n*4); for(size_t i=0;i<2*n;++i) b[i]=float(i%1000)+0.5f;
   std::vector<double> tw,tr,tc,tm;
   for(int r=0;r<30;++r){
     double t0=now();
