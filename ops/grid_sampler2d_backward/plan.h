@@ -215,10 +215,11 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   // A big fp32 inputGrad streams (above); a big 16-bit one where its 8-channel groups write
   // whole lines (two 8 x 8 blocks of 16-bit values a 64-byte store, store_channel_blocks), so
   // with blocks of 8 or 16 lanes, and not in the framed layout, whose write-back goes row by
-  // row. In-process A/B on a Zen 4, 2 threads, the same bits: N32 C32 64x64 nearest fp16 0.875x the time, bf16 0.97x,
-  // bilinear 0.945x / 0.99x, bicubic 0.96x / 0.975x; N10 C16 128x128 nearest fp16 0.90x; framed
-  // (N10 C16 128x128 bilinear fp16) 1.0-1.09x, so not there. (An earlier measurement, with 16-
-  // and 64-byte stores alike, had nearest b32 fp16 slower streamed: 1.42 against 1.35 ms.)
+  // row. In-process A/B on a Zen 4, 2 threads, the same bits: N32 C32 64x64 nearest fp16
+  // 0.875x the time, bf16 0.97x, bilinear 0.945x / 0.99x, bicubic 0.96x / 0.975x; N10 C16
+  // 128x128 nearest fp16 0.90x; framed (N10 C16 128x128 bilinear fp16) 1.0-1.09x, so not
+  // there. (An earlier measurement, with 16- and 64-byte stores alike, had nearest b32 fp16
+  // slower streamed: 1.42 against 1.35 ms.)
   p.stream_out = big_input_grad && (a.input.dtype == DType::Float32 || (p.cb >= 8 && !p.framed));
   p.zero_gg_in_tasks = p.need_gg && !p.need_gx && p.parts == 1;
 
