@@ -2,7 +2,7 @@
 // streamed write of 21 MB, a read of 42 MB, one pass reading 42 MB and streaming 21 MB, and a
 // normal (read-for-ownership) write of 21 MB. docs/performance.md compares the op with them.
 // The source holds values other than zero: the read-and-stream pass once streamed 0 + 0, and
-// the Zen 4 guests stream all-zero lines 2-3x faster than others (write_channel.cpp), which
+// the Zen 4 guests stream all-zero lines 2-3.5x faster than others (write_channel.cpp), which
 // made that ceiling 11-15% lower than an op writing real data can reach (two pairs of runs:
 // 0.79 and 0.99 ms against 0.89 and 1.14).
 // Build and run (x86-64 with AVX-512):

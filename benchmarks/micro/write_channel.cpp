@@ -1,7 +1,7 @@
 // How fast this machine takes streamed (non-temporal) writes, by the value written: 512-bit
 // streaming stores over a buffer, at 1 thread and at 2, of all-zero lines and of lines holding
-// other values. On the 2-vCPU Zen 4 guests of docs/performance.md the two differ two- to
-// threefold (all-zero lines 54-97 GB/s by run, others 28 GB/s, shared by both cores), so a ceiling
+// other values. On the 2-vCPU Zen 4 guests of docs/performance.md the two differ 2- to
+// 3.5-fold (all-zero lines 54-97 GB/s by run, others 28 GB/s, shared by both cores), so a ceiling
 // measured by streaming zeros (a memset, a freshly zeroed source) is not the ceiling of an op
 // that writes real data. Also a read of the same buffer, for scale.
 // Build and run (x86-64 with AVX-512):
