@@ -30,6 +30,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from aclnn_cpu import bench_repeat
+
 DTYPES = ("float32", "float16", "bfloat16")
 SHORT_DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 OPS = ("prelu", "group_norm", "softmax", "grid_sampler")
@@ -845,11 +847,16 @@ def format_text(rows: List[Dict], overhead: List[Dict]) -> str:
     for b in body:
         lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
     if overhead:
-        lines += ["", "Per-call overhead, 8-element float32 tensors (microseconds per call, median; "
-                           "in brackets ours / torch, the median of per-round ratios):"]
-        lines.append(f"{'op':<14}" + "".join(f"{c:>18}" for c in OVERHEAD_COLUMNS))
-        for o in overhead:
-            lines.append(f"{o['op']:<14}" + "".join(f"{c:>18}" for c in _overhead_cells(o)))
+        lines += ["", format_overhead(overhead)]
+    return "\n".join(lines)
+
+
+def format_overhead(overhead: List[Dict]) -> str:
+    lines = ["Per-call overhead, 8-element float32 tensors (microseconds per call, median; "
+             "in brackets ours / torch, the median of per-round ratios):"]
+    lines.append(f"{'op':<14}" + "".join(f"{c:>18}" for c in OVERHEAD_COLUMNS))
+    for o in overhead:
+        lines.append(f"{o['op']:<14}" + "".join(f"{c:>18}" for c in _overhead_cells(o)))
     return "\n".join(lines)
 
 
@@ -1005,6 +1012,11 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--plot", metavar="FILE.png", help="bar chart of the speed-ups (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the selection this many times and judge each target on the median "
+                             "over the runs, with how many runs missed it (default 1)")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds to wait between repeated runs (default 0)")
     parser.add_argument("--list", action="store_true", help="list the selected cases and exit")
     args = parser.parse_args(list(argv) if argv is not None else None)
     args.suite = args.suite or ("quick" if args.quick else "full")
@@ -1018,6 +1030,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         parser.error("--threads must be >= 1")
     if args.rounds < 1 or args.min_time <= 0:
         parser.error("--rounds must be >= 1 and --min-time > 0")
+    if args.repeat < 1 or args.pause < 0:
+        parser.error("--repeat must be >= 1 and --pause >= 0")
     return args
 
 
@@ -1135,6 +1149,39 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
     }
 
 
+def run_repeated(args: argparse.Namespace, ac=None, torch=None) -> Dict:
+    """--repeat: the selection run args.repeat times, args.pause seconds apart, with the per-call
+    overhead timed in the first run only. The report's "results" are the per-case medians over
+    the runs (bench_repeat.summarize), its "missed" the targets missed on those medians, and
+    "runs" holds every run's own report."""
+    runs = []
+    for index in range(args.repeat):
+        if index:
+            time.sleep(args.pause)
+        once = argparse.Namespace(**vars(args))
+        once.no_overhead = args.no_overhead or index > 0
+        runs.append(run(once, ac, torch))
+        print(bench_repeat.run_status(index + 1, args.repeat, runs[-1]), flush=True)
+    summary = bench_repeat.summarize(runs, evaluate_targets)
+    missed = []
+    for row in summary:
+        lines = missed_targets([row])
+        first_target = 1 if row.get("ours_error") else 0
+        failing = [t for t in row["targets"] if not t["pass"]]
+        for i, t in enumerate(failing):
+            lines[first_target + i] += f" (median of {t['runs']} runs; missed in {t['missed_runs']})"
+        missed += lines
+    report = dict(runs[0])
+    report["machine"] = dict(runs[0]["machine"])
+    fractions = [r["machine"]["background_cpu_fraction"] for r in runs
+                 if r["machine"].get("background_cpu_fraction") is not None]
+    report["machine"]["background_cpu_fraction"] = max(fractions) if fractions else None
+    report["settings"] = dict(runs[0]["settings"], repeat=args.repeat, pause_s=args.pause,
+                              overhead="first run only" if not args.no_overhead else None)
+    report.update(results=summary, missed=missed + missed_overhead(runs[0]["overhead"]), runs=runs)
+    return report
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.list:
@@ -1152,8 +1199,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if load and load[0] > 0.5:
         print(f"warning: 1-minute load average {load[0]} before the run: other processes share the "
               "cores and the numbers will be noisy", file=sys.stderr)
-    report = run(args, ac, torch)
-    print(format_text(report["results"], report["overhead"]))
+    if args.repeat > 1:
+        report = run_repeated(args, ac, torch)
+        print(f"\nMedians over {args.repeat} runs{f', {args.pause:g} s apart' if args.pause else ''}:")
+        print(bench_repeat.format_summary(report["results"], _fmt_ms, SHORT_DTYPE))
+        if report["overhead"]:
+            print("\n" + format_overhead(report["overhead"]))
+    else:
+        report = run(args, ac, torch)
+        print(format_text(report["results"], report["overhead"]))
     other = report["machine"]["background_cpu_fraction"]
     if other is not None and other > 0.05:
         print(f"\nwarning: other processes used {other:.0%} of the CPU capacity during the run; "

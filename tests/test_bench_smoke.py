@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from aclnn_cpu import bench
+from aclnn_cpu import bench, bench_repeat
 from aclnn_cpu.__main__ import main as cli_main
 
 TINY = ["--suite", "smoke", "--rounds", "2", "--min-time", "0.001"]
@@ -162,6 +162,69 @@ def test_a_missed_overhead_target_is_listed():
     assert [t["pass"] for t in overhead[0]["targets"]] == [True, False]
     assert bench.missed_overhead(overhead) == ["grid_sampler per-call overhead, two-phase: 1.20x torch's > 1"]
     assert bench._overhead_cells(overhead[0]) == ["4.00 (0.80x)", "-", "6.00 (1.20x)", "5.00"]
+
+
+# --------------------------------------------------------------------------------------------
+# --repeat: each target judged on the median over whole runs of the selection, with the runs
+# that missed it counted.
+
+def _grid_row(speedup, per_element=None, dtype="float32"):
+    row = {"op": "grid_sampler", "case": "b32", "dtype": dtype, "threads": 2, "shape": "s", "batch": 32,
+           "speedup": speedup, "ours_ms": 1.0, "torch_ms": speedup, "copy_speedup": 9.0}
+    if per_element is not None:
+        row["per_element_vs_fp32"] = per_element
+    return row
+
+
+def test_repeated_runs_are_judged_on_their_medians():
+    runs = []
+    for speedup, per_element in ((2.9, 1.02), (3.4, 0.95), (3.2, 0.97), (2.95, 0.99), (3.6, 0.9)):
+        rows = [_grid_row(speedup), _grid_row(speedup + 1, per_element, "float16")]
+        bench.evaluate_targets(rows)
+        runs.append({"results": rows, "missed": bench.missed_targets(rows)})
+    fp32, fp16 = bench_repeat.summarize(runs, bench.evaluate_targets)
+    assert (fp32["dtype"], fp16["dtype"]) == ("float32", "float16") and fp32["runs"] == 5
+    assert fp32["per_run"]["speedup"] == [2.9, 3.4, 3.2, 2.95, 3.6]
+    assert fp32["speedup"] == 3.2 and fp32["torch_ms"] == 3.2 and fp32["ours_ms"] == 1.0
+    (target,) = fp32["targets"]
+    assert (target["pass"], target["missed_runs"], target["runs"], target["range"]) == (True, 2, 5, [2.9, 3.6])
+    speedup, per_element = fp16["targets"]
+    assert per_element["value"] == 0.97 and per_element["pass"] and per_element["missed_runs"] == 1
+    assert speedup["missed_runs"] == 0
+    cells = bench_repeat.target_cells(fp32)
+    assert cells == ">=3x 3.20x [2.90-3.60x] pass, missed in 2/5 runs"
+
+    # A median under the goal misses, however many single runs passed.
+    runs[2]["results"][0]["speedup"] = 2.97
+    fp32 = bench_repeat.summarize(runs, bench.evaluate_targets)[0]
+    assert fp32["speedup"] == 2.97 and not fp32["targets"][0]["pass"]
+    assert fp32["targets"][0]["missed_runs"] == 2  # the per-run verdicts are the runs' own
+
+
+def test_repeat_runs_the_selection_again_and_writes_every_run(tmp_path, capsys):
+    code, report, captured = _run(tmp_path, capsys, "--ops", "softmax", "--dtypes", "fp32,fp16",
+                                  "--repeat", "3", "--pause", "0.01")
+    assert code == 0, captured.out + captured.err
+    assert report["settings"]["repeat"] == 3 and report["settings"]["pause_s"] == 0.01
+    assert len(report["runs"]) == 3
+    assert [len(r["overhead"]) for r in report["runs"]] == [1, 0, 0]  # overhead timed once
+    assert report["overhead"] == report["runs"][0]["overhead"]
+    fp32, fp16 = report["results"]
+    for i, row in enumerate((fp32, fp16)):
+        per_run = [run["results"][i]["ours_ms"] for run in report["runs"]]
+        assert row["per_run"]["ours_ms"] == per_run and row["ours_ms"] == statistics.median(per_run)
+        assert row["runs"] == 3
+    assert "per_element_vs_fp32" in fp16["per_run"] and fp16["targets"][-1]["name"] == "per_element_vs_fp32"
+    assert captured.out.count("run 1/3:") == 1 and "run 3/3:" in captured.out
+    assert "Medians over 3 runs, 0.01 s apart" in captured.out and "missed in" in captured.out
+
+
+def test_repeat_and_pause_are_checked(capsys):
+    for bad in (["--repeat", "0"], ["--pause", "-1"]):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main([*TINY, *bad])
+        assert exit_.value.code == 2
+        assert "--repeat must be >= 1 and --pause >= 0" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------------------

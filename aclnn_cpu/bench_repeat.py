@@ -1,0 +1,114 @@
+"""Repeated runs of the benchmark suite (``bench --repeat K``), summarized by their medians.
+
+One run of the suite pairs each of ours' samples with torch's taken beside it, which cancels a
+slow spell that hits both; what it cannot cancel is the state the whole run falls in: on a shared
+2-vCPU guest torch's own time for one case moves 2x between runs minutes apart while ours moves
+little, and a run-wide slow spell slows the two sides by different factors. So a ratio near its
+target passes or misses by run. Repeating the run, spread over time (``--pause``), and taking
+the median of each row's per-run values measures the code rather than the minute; the summary
+keeps every run's values and says in how many runs each target missed.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Dict, List, Optional
+
+# Fields that identify a row across runs, and those copied from the first run unchanged.
+ROW_KEY = ("op", "case", "dtype", "threads")
+FIXED_FIELDS = ("shape", "params", "batch", "bytes_moved", "elements", "working_set_bytes",
+                "larger_than_cache", "copy_method")
+# Per-run values whose median the summary row carries under the same name.
+MEDIAN_FIELDS = ("ours_ms", "torch_ms", "copy_ms", "speedup", "copy_fraction", "copy_speedup",
+                 "per_element_vs_fp32", "ours_gbps", "ours_ns_per_element", "copy_gbps")
+# The target each per-run value is judged by (names as in bench.evaluate_targets).
+TARGET_FIELD = {"speedup": "speedup", "copy_bandwidth": "copy_fraction",
+                "per_element_vs_fp32": "per_element_vs_fp32"}
+
+
+def _key(row: Dict) -> tuple:
+    return tuple(row[k] for k in ROW_KEY)
+
+
+def _median(values: List[Optional[float]]) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def summarize(runs: List[Dict], evaluate_targets) -> List[Dict]:
+    """One row per case over the runs' "results": the median of each timed value, every run's
+    values under "per_run", targets judged on the medians, and per target how many runs missed
+    it ("missed_runs" of "runs"). A row whose call failed in any run carries that run's error."""
+    order: List[tuple] = []
+    by_key: Dict[tuple, List[Dict]] = {}
+    for report in runs:
+        for row in report["results"]:
+            key = _key(row)
+            if key not in by_key:
+                order.append(key)
+                by_key[key] = []
+            by_key[key].append(row)
+    summary = []
+    for key in order:
+        rows = by_key[key]
+        out = dict(zip(ROW_KEY, key))
+        out.update({f: rows[0][f] for f in FIXED_FIELDS if f in rows[0]})
+        out["runs"] = len(rows)
+        out["per_run"] = {f: [r.get(f) for r in rows] for f in MEDIAN_FIELDS}
+        for f in MEDIAN_FIELDS:
+            out[f] = _median(out["per_run"][f])
+        for err in ("ours_error", "torch_error"):
+            first = next((r[err] for r in rows if r.get(err)), None)
+            if first:
+                out[err] = first
+        summary.append(out)
+    evaluate_targets(summary)
+    for out in summary:
+        rows = by_key[_key(out)]
+        for target in out["targets"]:
+            target["runs"] = len(rows)
+            target["missed_runs"] = sum(
+                1 for r in rows for t in r.get("targets", []) if t["name"] == target["name"] and not t["pass"])
+            field = TARGET_FIELD.get(target["name"])
+            values = [v for v in out["per_run"].get(field, []) if v is not None] if field else []
+            target["range"] = [min(values), max(values)] if values else None
+    return summary
+
+
+def _range_text(target: Dict, percent: bool) -> str:
+    lo, hi = target["range"] or (None, None)
+    if lo is None:
+        return ""
+    return f" [{lo:.1%}-{hi:.1%}]" if percent else f" [{lo:.2f}-{hi:.2f}x]"
+
+
+def target_cells(row: Dict) -> str:
+    """Each target on the medians, with the per-run range and how many runs missed it."""
+    cells = []
+    for t in row.get("targets", []):
+        percent = t["name"] == "copy_bandwidth"
+        value = f"{t['value']:.1%}" if percent else f"{t['value']:.2f}x"
+        cells.append(f"{t['text'].split(' (')[0]} {value}{_range_text(t, percent)} "
+                     f"{'pass' if t['pass'] else 'MISS'}, missed in {t['missed_runs']}/{t['runs']} runs")
+    if row.get("ours_error"):
+        cells.append("ours failed")
+    return "; ".join(cells)
+
+
+def format_summary(summary: List[Dict], fmt_ms, short_dtype: Dict[str, str]) -> str:
+    header = ["op", "case", "dtype", "thr", "shape", "runs", "ours ms", "torch ms", "targets (median [range])"]
+    body = [[r["op"], r["case"], short_dtype[r["dtype"]], str(r["threads"]), r["shape"], str(r["runs"]),
+             fmt_ms(r.get("ours_ms")), fmt_ms(r.get("torch_ms")), target_cells(r)] for r in summary]
+    widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(lines)
+
+
+def run_status(index: int, total: int, report: Dict) -> str:
+    """A line per run: its misses, or that it met every target."""
+    missed = report["missed"]
+    head = f"run {index}/{total}:"
+    if not missed:
+        return f"{head} all targets met"
+    return f"{head} {len(missed)} missed: " + "; ".join(missed)
