@@ -799,6 +799,8 @@ def _fmt_ms(v) -> str:
 
 
 def _target_cells(r: Dict) -> str:
+    if "per_run" in r:  # a row of medians over repeated runs
+        return bench_repeat.target_cells(r)
     cells = [f"{t['text']} {'pass' if t['pass'] else 'MISS'}" for t in r.get("targets", [])]
     if r.get("ours_error"):
         cells.append("ours failed")
@@ -870,7 +872,9 @@ def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, setti
              f"last-level cache {machine['last_level_cache_bytes'] >> 20} MiB), ISA in use `{machine.get('isa')}`, "
              f"aclnn_cpu {machine.get('aclnn_cpu')}, torch {machine.get('torch')}, numpy {machine['numpy']}, "
              f"Python {machine['python']}. {settings['rounds']} rounds, samples >= "
-             f"{settings['min_time_s'] * 1e3:g} ms, medians. {settings['output_policy']}."
+             f"{settings['min_time_s'] * 1e3:g} ms, medians"
+             + (f" per run, then the median over {settings['repeat']} runs" if settings.get("repeat") else "")
+             + f". {settings['output_policy']}."
              + _background_note(machine), ""]
     lines.append("| " + " | ".join(TABLE_HEADER) + " |")
     lines.append("|" + "|".join("---" for _ in TABLE_HEADER) + "|")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 
@@ -202,8 +203,9 @@ def test_repeated_runs_are_judged_on_their_medians():
 
 
 def test_repeat_runs_the_selection_again_and_writes_every_run(tmp_path, capsys):
+    markdown = tmp_path / "repeat.md"
     code, report, captured = _run(tmp_path, capsys, "--ops", "softmax", "--dtypes", "fp32,fp16",
-                                  "--repeat", "3", "--pause", "0.01")
+                                  "--repeat", "3", "--pause", "0.01", "--markdown", str(markdown))
     assert code == 0, captured.out + captured.err
     assert report["settings"]["repeat"] == 3 and report["settings"]["pause_s"] == 0.01
     assert len(report["runs"]) == 3
@@ -217,6 +219,12 @@ def test_repeat_runs_the_selection_again_and_writes_every_run(tmp_path, capsys):
     assert "per_element_vs_fp32" in fp16["per_run"] and fp16["targets"][-1]["name"] == "per_element_vs_fp32"
     assert captured.out.count("run 1/3:") == 1 and "run 3/3:" in captured.out
     assert "Medians over 3 runs, 0.01 s apart" in captured.out and "missed in" in captured.out
+    text = markdown.read_text()
+    assert "then the median over 3 runs" in text
+    # One cell per target: fp32's speed-up, fp16's speed-up and "<= fp32" (with torch), each with
+    # its count of missing runs.
+    expected = 3 if report["machine"]["torch"] is not None else 1
+    assert len(re.findall(r"missed in [0-3]/3 runs", text)) == expected
 
 
 def test_repeat_and_pause_are_checked(capsys):
