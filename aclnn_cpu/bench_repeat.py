@@ -20,9 +20,6 @@ FIXED_FIELDS = ("shape", "params", "batch", "bytes_moved", "elements", "working_
 # Per-run values whose median the summary row carries under the same name.
 MEDIAN_FIELDS = ("ours_ms", "torch_ms", "copy_ms", "speedup", "copy_fraction", "copy_speedup",
                  "per_element_vs_fp32", "ours_gbps", "ours_ns_per_element", "copy_gbps")
-# The target each per-run value is judged by (names as in bench.evaluate_targets).
-TARGET_FIELD = {"speedup": "speedup", "copy_bandwidth": "copy_fraction",
-                "per_element_vs_fp32": "per_element_vs_fp32"}
 
 
 def _key(row: Dict) -> tuple:
@@ -65,11 +62,11 @@ def summarize(runs: List[Dict], evaluate_targets) -> List[Dict]:
     for out in summary:
         rows = by_key[_key(out)]
         for target in out["targets"]:
+            # The same target as each run judged it.
+            per_run = [t for r in rows for t in r.get("targets", []) if t["name"] == target["name"]]
             target["runs"] = len(rows)
-            target["missed_runs"] = sum(
-                1 for r in rows for t in r.get("targets", []) if t["name"] == target["name"] and not t["pass"])
-            field = TARGET_FIELD.get(target["name"])
-            values = [v for v in out["per_run"].get(field, []) if v is not None] if field else []
+            target["missed_runs"] = sum(1 for t in per_run if not t["pass"])
+            values = [t["value"] for t in per_run]
             target["range"] = [min(values), max(values)] if values else None
     return summary
 
@@ -92,17 +89,6 @@ def target_cells(row: Dict) -> str:
     if row.get("ours_error"):
         cells.append("ours failed")
     return "; ".join(cells)
-
-
-def format_summary(summary: List[Dict], fmt_ms, short_dtype: Dict[str, str]) -> str:
-    header = ["op", "case", "dtype", "thr", "shape", "runs", "ours ms", "torch ms", "targets (median [range])"]
-    body = [[r["op"], r["case"], short_dtype[r["dtype"]], str(r["threads"]), r["shape"], str(r["runs"]),
-             fmt_ms(r.get("ours_ms")), fmt_ms(r.get("torch_ms")), target_cells(r)] for r in summary]
-    widths = [max([len(h)] + [len(b[i]) for b in body]) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip() for b in body]
-    return "\n".join(lines)
 
 
 def run_status(index: int, total: int, report: Dict) -> str:

@@ -200,6 +200,8 @@ def test_repeated_runs_are_judged_on_their_medians():
     fp32 = bench_repeat.summarize(runs, bench.evaluate_targets)[0]
     assert fp32["speedup"] == 2.97 and not fp32["targets"][0]["pass"]
     assert fp32["targets"][0]["missed_runs"] == 2  # the per-run verdicts are the runs' own
+    (missed,) = bench.missed_targets([fp32])
+    assert missed.endswith("speed-up 2.97x < 3x (a copy of the same bytes: 9.00x) (median of 5 runs; missed in 2)")
 
 
 def test_repeat_runs_the_selection_again_and_writes_every_run(tmp_path, capsys):
