@@ -9,24 +9,51 @@ from __future__ import annotations
 
 import glob as _glob
 import os as _os
-import sys as _sys
 
 
-def _use_installed_build() -> None:
-    # Run from a source checkout (cwd on sys.path), this package has no compiled parts; borrow
-    # them from the installed copy so `python -m aclnn_cpu ...` works from the repository root.
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _compiled_parts() -> None:
+    """Find this package's compiled modules, or say plainly why they are missing.
+
+    An installed package (`pip install .`) or a checkout built in place (`pip install -e .`,
+    `python setup.py build_ext --inplace`) has them beside this file. A source checkout that is
+    not built has none; run from the checkout's root (the README's `python -m aclnn_cpu demo`),
+    `import aclnn_cpu` finds that checkout first. Then the compiled modules of the installed
+    distribution `aclnn-cpu` are used, found through its metadata, and only when that
+    installation was made from the same Python sources (its .py and .pyi files byte for byte): a build of other sources
+    is refused with an ImportError that says what differs, never used silently.
+    `config()["library"]` shows which build answers.
+    """
     here = _os.path.dirname(_os.path.abspath(__file__))
     if _glob.glob(_os.path.join(here, "_glue*.so")) or _glob.glob(_os.path.join(here, "_glue*.pyd")):
         return
-    for entry in _sys.path:
-        candidate = _os.path.join(_os.path.abspath(entry or _os.getcwd()), "aclnn_cpu")
-        if _os.path.realpath(candidate) != _os.path.realpath(here) and _glob.glob(
-                _os.path.join(candidate, "_glue*.so")):
-            __path__.insert(0, candidate)  # noqa: F821  (package __path__)
-            return
+    how = ("build it in place (`pip install -e .`) or install it (`pip install .`) and run from "
+           "outside the checkout")
+    try:
+        from importlib import metadata
+        installed = _os.path.abspath(str(metadata.distribution("aclnn-cpu").locate_file("aclnn_cpu")))
+    except Exception:  # no installed distribution (metadata.PackageNotFoundError) or no files
+        installed = ""
+    if not installed or not _glob.glob(_os.path.join(installed, "_glue*.so")) or \
+            _os.path.realpath(installed) == _os.path.realpath(here):
+        raise ImportError(f"aclnn_cpu at {here} is a source checkout without compiled modules: {how}")
+    differ = []
+    for source in sorted(_glob.glob(_os.path.join(here, "*.py")) + _glob.glob(_os.path.join(here, "*.pyi"))):
+        twin = _os.path.join(installed, _os.path.basename(source))
+        if not _os.path.exists(twin) or _read(twin) != _read(source):
+            differ.append(_os.path.basename(source))
+    if differ:
+        raise ImportError(f"aclnn_cpu at {here} is a source checkout without compiled modules, and the "
+                          f"installed aclnn-cpu at {installed} was built from other sources "
+                          f"({', '.join(differ)} differ): {how}")
+    __path__.insert(0, installed)  # noqa: F821  (package __path__)
 
 
-_use_installed_build()
+_compiled_parts()
 
 from aclnn_cpu import _config  # noqa: E402
 from aclnn_cpu import _ops  # noqa: E402

@@ -51,7 +51,7 @@ def main() -> int:
             print("   (its registry entry gives no example)")
             print()
             continue
-        origin = f"documented example from shared/seeds/{op['source']}" if op["source"] else "example of its registry entry"
+        origin = f"documented example ({op['source']})" if op["source"] else "example of its registry entry"
         print(f"   {origin}")
         arrays, attributes, outputs = run_example(op)
         print(" inputs:")

@@ -51,7 +51,8 @@ extern "C" {
  *   161002: rank == 4: gradOutput, input, grid [161002 #2: gradOutput, input or grid does not
  *     have 4 dims.]
  *   161002: interpolationMode, paddingMode in {0, 1, 2} [161002 #3: interpolationMode or
- *     paddingMode is out of the supported range (bicubic 2 included, DESIGN.md).]
+ *     paddingMode is out of the supported range (bicubic 2 included, as CANN's implementation
+ *     accepts).]
  *   161002: input[0] == grid[0] == gradOutput[0] [161002 #4: dim 0 of input, grid and
  *     gradOutput differ.]
  *   161002: input[1] == gradOutput[1] [161002 #5: dim 1 of input and gradOutput differ.]

@@ -59,9 +59,9 @@ extern "C" {
  *   161002: input, mean, rstd, gamma, gradInput, gradGammaOut, gradBetaOut have the dtype of
  *     gradOut (skipped for absent gamma, gradInput, gradGammaOut, gradBetaOut) [161002 #2:
  *     input, mean, rstd (and gamma and the outputs) differ in dtype from gradOut.]
- *   161002: N >= 0 [Sizes are not negative (DESIGN.md).]
- *   161002: C >= 0 [Sizes are not negative (DESIGN.md).]
- *   161002: HxW >= 0 [Sizes are not negative (DESIGN.md).]
+ *   161002: N >= 0 [Sizes are not negative (docs/contract.md).]
+ *   161002: C >= 0 [Sizes are not negative (docs/contract.md).]
+ *   161002: HxW >= 0 [Sizes are not negative (docs/contract.md).]
  *   161002: group > 0 [161002 #6: group is not greater than 0.]
  *   161002: C % group == 0 [161002 #7: C is not divisible by group.]
  *   161002: numel == N * C * HxW: input, gradOut [161002 #8: input (and gradOut) does not have

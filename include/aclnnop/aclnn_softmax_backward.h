@@ -38,7 +38,7 @@ extern "C" {
  *   161002: dtype in set 'float' of the current product: gradOutput, output [161002 #3, #4:
  *     gradOutput / output is not a supported dtype.]
  *   161002: dtype in set 'float_out' of the current product: out [out is a float dtype (cast on
- *     write); DESIGN.md adds float64.]
+ *     write); float64 is accepted too (docs/contract.md).]
  *   161002: output has the dtype of gradOutput [output has the dtype of gradOutput.]
  *   161002: output, out have the shape of gradOutput [output and out have the shape of
  *     gradOutput.]

@@ -34,7 +34,7 @@ def _op_section(op: Op) -> List[str]:
     out = [f"## {op.c_name}", "", op.summary, ""]
     if op.description:
         out += [op.description, ""]
-    document = f"Document: `shared/seeds/{op.source}` · " if op.source else ""
+    document = f"Document: {op.source} · " if op.source else ""
     out += [f"{document}products: {', '.join(op.products)} · "
             f"registry: `{op.path}` · kernel: `ops/{op.kernel}.cpp`", ""]
     out += ["### C API", "", "```c", f'#include "aclnnop/aclnn_{op.snake}.h"', ""]

@@ -152,7 +152,7 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            '"""The op registry as plain literals (for `python -m aclnn_cpu ops`, the demo and tests).',
            "",
            "OPS: one dict per op, in registry file order. Keys: name (aclnnXxx), op, python, kernel,",
-           "summary, description, source (seed document), yaml, products, dtype_sets, params (name,",
+           "summary, description, source (the CANN document, by name), yaml, products, dtype_sets, params (name,",
            "py_name, kind, optional, mask, default, has_default, doc, dtypes per product for tensors,",
            "size for bool arrays, alloc for outputs), python_kwargs, rules (index, kind, status,",
            "params, summary, doc, message, when, line, kind-specific fields) and example (dtype,",

@@ -249,7 +249,7 @@ class Op:
     name: str                      # SoftmaxBackward
     python: str                    # softmax_backward
     kernel: str                    # softmax_backward
-    source: str                    # seed document file name
+    source: str                    # the CANN document the op follows, by name
     summary: str
     description: str
     products: Tuple[str, ...]

@@ -76,9 +76,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                      int64_t interpolationMode, int64_t paddingMode, bool alignCorners,
                      const aclBoolArray* outputMask, const aclTensor* inputGrad,
                      const aclTensor* gridGrad) {
-  // Read by no rule: interpolationMode, paddingMode, alignCorners.
-  static_cast<void>(interpolationMode);
-  static_cast<void>(paddingMode);
+  // Read by no rule: alignCorners.
   static_cast<void>(alignCorners);
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
@@ -172,7 +170,8 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
     return reject(kParamInvalid, kOpName, "grid must have rank 4, got " + to_string(rank(grid)));
   }
   // Rule 5 (value_in, registry/grid_sampler2d_backward.yaml:74): 161002 #3: interpolationMode or
-  //   paddingMode is out of the supported range (bicubic 2 included, DESIGN.md).
+  //   paddingMode is out of the supported range (bicubic 2 included, as CANN's implementation
+  //   accepts).
   if (interpolationMode != 0 && interpolationMode != 1 && interpolationMode != 2) {
     return reject(kParamInvalid, kOpName,
                   "interpolationMode is " + to_string(interpolationMode) +

@@ -202,17 +202,20 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* input, const acl
                   "gradBetaOut has dtype " + to_string(dtype(gradBetaOut)) + ", expected " +
                   to_string(dtype(gradOut)) + " (the dtype of gradOut)");
   }
-  // Rule 5 (check, registry/group_norm_backward.yaml:86): Sizes are not negative (DESIGN.md).
+  // Rule 5 (check, registry/group_norm_backward.yaml:86): Sizes are not negative
+  //   (docs/contract.md).
   if (!(N >= 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("N is ") + to_string(N) + ", expected N >= 0");
   }
-  // Rule 6 (check, registry/group_norm_backward.yaml:90): Sizes are not negative (DESIGN.md).
+  // Rule 6 (check, registry/group_norm_backward.yaml:90): Sizes are not negative
+  //   (docs/contract.md).
   if (!(C >= 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("C is ") + to_string(C) + ", expected C >= 0");
   }
-  // Rule 7 (check, registry/group_norm_backward.yaml:94): Sizes are not negative (DESIGN.md).
+  // Rule 7 (check, registry/group_norm_backward.yaml:94): Sizes are not negative
+  //   (docs/contract.md).
   if (!(HxW >= 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("HxW is ") + to_string(HxW) + ", expected HxW >= 0");

@@ -133,7 +133,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* output, int64
                   to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
   // Rule 4 (dtype_in, registry/softmax_backward.yaml:54): out is a float dtype (cast on write);
-  //   DESIGN.md adds float64.
+  //   float64 is accepted too (docs/contract.md).
   if (!dtypes_float_out().contains(dtype(out))) {
     return reject(kParamInvalid, kOpName,
                   "out has dtype " + to_string(dtype(out)) + ", not supported on " +

@@ -1,6 +1,7 @@
 """Paths and process helpers of the C API tests (shared by conftest.py and the test modules)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,11 @@ from capi_cases import run_environment
 HERE = Path(__file__).resolve().parent
 PROGRAMS = HERE / "programs"
 REPO = HERE.parents[1]
-# CI clones the repository with shared/ beside it.
-SEEDS = REPO.parent / "shared" / "seeds"
+# CANN's operator documents are not part of this repository: ACLNN_CPU_SEEDS_DIR names a folder
+# of them as plain text (one document a file, each starting with the operator's name), and
+# ACLNN_CPU_REQUIRE_SEEDS=1 turns a missing folder from a skip into a failure (.ci/run sets both).
+SEEDS_ENV = "ACLNN_CPU_SEEDS_DIR"
+REQUIRE_SEEDS = os.environ.get("ACLNN_CPU_REQUIRE_SEEDS", "") not in ("", "0")
 
 VALGRIND_ARGS = ["--leak-check=full", "--errors-for-leak-kinds=definite", "--error-exitcode=1",
                  "--show-leak-kinds=definite", "--num-callers=30"]

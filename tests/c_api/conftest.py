@@ -2,6 +2,7 @@
 once per session (in parallel), the documents' sample programs, and valgrind."""
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # capi_*.py helpers
 
-from capi_build import PROGRAMS, SEEDS, VALGRIND_ARGS, python_m_aclnn_cpu, run_program  # noqa: E402
+from capi_build import PROGRAMS, REQUIRE_SEEDS, SEEDS_ENV, VALGRIND_ARGS, python_m_aclnn_cpu, run_program  # noqa: E402
 
 # Programs that need more than the common flags: nested_parallel is a user's own OpenMP loop.
 EXTRA_FLAGS = {"nested_parallel": ["-fopenmp"]}
@@ -86,6 +87,13 @@ def valgrind():
 
 @pytest.fixture(scope="session")
 def seeds_dir() -> Path:
-    if not SEEDS.is_dir():
-        pytest.fail(f"the operator documents are not at {SEEDS} (clone shared/ beside the repository)")
-    return SEEDS
+    """The folder of CANN's operator documents (ACLNN_CPU_SEEDS_DIR): skip without it, fail
+    without it under ACLNN_CPU_REQUIRE_SEEDS=1."""
+    folder = os.environ.get(SEEDS_ENV, "")
+    if folder and Path(folder).is_dir():
+        return Path(folder)
+    why = (f"CANN's operator documents are not in this repository: set {SEEDS_ENV} to a folder of "
+           f"them" + (f" ({folder!r} is not a folder)" if folder else ""))
+    if REQUIRE_SEEDS:
+        pytest.fail(f"ACLNN_CPU_REQUIRE_SEEDS=1 but {why}")
+    pytest.skip(why)

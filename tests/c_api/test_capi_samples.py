@@ -22,21 +22,22 @@ import capi_reference as ref
 from capi_build import run_program
 from capi_cases import run_environment
 
+# The operator whose document's sample is run -> the header it includes and the names it prints.
 SAMPLES = {
-    "000": ("aclnn_prelu_backward", ["gradInput", "gradWeight"]),
-    "001": ("aclnn_group_norm_backward",
-            ["gradInputResultData", "gradGammaOutResultData", "gradBetaOutResultData"]),
-    "002": ("aclnn_softmax_backward", ["result"]),
-    "004": ("aclnn_grid_sampler2d_backward", ["inputGradResultData", "gridGradResultData"]),
+    "aclnnPreluBackward": ("aclnn_prelu_backward", ["gradInput", "gradWeight"]),
+    "aclnnGroupNormBackward": ("aclnn_group_norm_backward",
+                               ["gradInputResultData", "gradGammaOutResultData", "gradBetaOutResultData"]),
+    "aclnnSoftmaxBackward": ("aclnn_softmax_backward", ["result"]),
+    "aclnnGridSampler2DBackward": ("aclnn_grid_sampler2d_backward", ["inputGradResultData", "gridGradResultData"]),
 }
 # printf("%f") rounds to 6 decimals.
 PRINT_ROUNDING = 5.0e-7 * (1 + 1e-9)
 
-# Document 001's program creates outputMask with aclCreateBoolArray and never destroys it: that
+# The GroupNormBackward document's program creates outputMask with aclCreateBoolArray and never destroys it: that
 # one leak is the sample's own, so it is suppressed (by its exact allocation stack) and nothing
 # else is.
 SAMPLE_001_SUPPRESSION = """{
-   document_001_sample_never_destroys_outputMask
+   group_norm_backward_sample_never_destroys_outputMask
    Memcheck:Leak
    match-leak-kinds: definite
    fun:_Znwm
@@ -82,28 +83,34 @@ def printed_values(stdout: str) -> dict:
     return {name: np.array([v[i] for i in range(len(v))]) for name, v in values.items()}
 
 
-def reference(seed: str, d: dict) -> dict:
+def reference(op: str, d: dict) -> dict:
     """{printed name: (reference, magnitude)} from the sample's own inputs."""
-    if seed == "000":
+    if op == "aclnnPreluBackward":
         r = ref.prelu_backward(d["gradOutput"], d["self"], d["weight"])
         return {"gradInput": r["gradInput"], "gradWeight": r["gradWeight"]}
-    if seed == "001":
+    if op == "aclnnGroupNormBackward":
         r = ref.group_norm_backward(d["gradOut"], d["input"], d["mean"], d["rstd"], d["gamma"],
                                     d["N"], d["C"], d["HxW"], d["group"])
         return {"gradInputResultData": r["gradInput"], "gradGammaOutResultData": r["gradGammaOut"],
                 "gradBetaOutResultData": r["gradBetaOut"]}
-    if seed == "002":
+    if op == "aclnnSoftmaxBackward":
         return {"result": ref.softmax_backward(d["gradOutput"], d["output"], d["dim"])["out"]}
-    if seed == "004":
+    if op == "aclnnGridSampler2DBackward":
         r = ref.grid_sampler2d_backward(d["gradOutput"], d["input"], d["grid"], d["interpolationMode"],
                                         d["paddingMode"], d["alignCorners"])
         return {"inputGradResultData": r["inputGrad"], "gridGradResultData": r["gridGrad"]}
-    raise KeyError(seed)
+    raise KeyError(op)
 
 
-def _document(seeds_dir: Path, seed: str) -> Path:
-    matches = sorted(seeds_dir.glob(f"{seed}_*.txt"))
-    assert len(matches) == 1, f"document {seed} not found in {seeds_dir}"
+def _document(seeds_dir: Path, op: str) -> Path:
+    """The document of `op` (its first word) that holds a sample program including its header."""
+    header = f'#include "aclnnop/{SAMPLES[op][0]}.h"'
+    matches = []
+    for path in sorted(p for p in seeds_dir.iterdir() if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if text.split(maxsplit=1)[:1] == [op] and header in text:
+            matches.append(path)
+    assert len(matches) == 1, f"{len(matches)} documents of {op} with a sample program in {seeds_dir}"
     return matches[0]
 
 
@@ -122,54 +129,54 @@ def built_samples(seeds_dir, tmp_path_factory, c_flags):
     shim.chmod(0o755)
     env = run_environment({"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"})
     built, procs = {}, []
-    for seed in SAMPLES:
-        folder = work / seed
+    for op in SAMPLES:
+        folder = work / op
         folder.mkdir()
-        program = extract_program(_document(seeds_dir, seed))
+        program = extract_program(_document(seeds_dir, op))
         (folder / "sample.cpp").write_text(program, encoding="utf-8")
         cmd = "g++ sample.cpp $(python -m aclnn_cpu --cflags --libs) -o sample"
-        procs.append((seed, folder, program, subprocess.Popen(
+        procs.append((op, folder, program, subprocess.Popen(
             ["bash", "-c", cmd], cwd=folder, env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)))
-    for seed, folder, program, proc in procs:
+    for op, folder, program, proc in procs:
         out, _ = proc.communicate(timeout=300)
-        built[seed] = (folder, program, proc.returncode, out)
+        built[op] = (folder, program, proc.returncode, out)
     return built
 
 
-@pytest.mark.parametrize("seed", sorted(SAMPLES))
-def test_sample_compiles_unchanged(seed, built_samples):
-    folder, program, returncode, out = built_samples[seed]
-    header = SAMPLES[seed][0]
+@pytest.mark.parametrize("op", sorted(SAMPLES))
+def test_sample_compiles_unchanged(op, built_samples):
+    folder, program, returncode, out = built_samples[op]
+    header = SAMPLES[op][0]
     assert f'#include "aclnnop/{header}.h"' in program
-    assert returncode == 0, f"document {seed}'s sample does not compile:\n{out}"
+    assert returncode == 0, f"{op}'s sample does not compile:\n{out}"
 
 
-@pytest.mark.parametrize("seed", sorted(SAMPLES))
-def test_sample_prints_right_values(seed, built_samples):
-    folder, program, returncode, _ = built_samples[seed]
+@pytest.mark.parametrize("op", sorted(SAMPLES))
+def test_sample_prints_right_values(op, built_samples):
+    folder, program, returncode, _ = built_samples[op]
     assert returncode == 0
     done = run_program([folder / "sample"], cwd=folder)   # no LD_LIBRARY_PATH: the rpath finds it
-    assert done.returncode == 0, f"sample {seed} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, f"sample {op} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
     printed = printed_values(done.stdout)
-    expected = reference(seed, declared_data(program))
-    assert sorted(printed) == sorted(SAMPLES[seed][1]) == sorted(expected)
+    expected = reference(op, declared_data(program))
+    assert sorted(printed) == sorted(SAMPLES[op][1]) == sorted(expected)
     for name, (want, magnitude) in expected.items():
         want = np.asarray(want).reshape(-1)
         got = printed[name]
         assert got.shape == want.shape, f"{name}: printed {got.size} values, expected {want.size}"
         bound = PRINT_ROUNDING + ref.tolerance(want, np.asarray(magnitude).reshape(-1), "float32")
         bad = ~(np.abs(got - want) <= bound)
-        assert not bad.any(), f"sample {seed} {name}: printed {got[bad]}, expected {want[bad]}"
+        assert not bad.any(), f"sample {op} {name}: printed {got[bad]}, expected {want[bad]}"
 
 
-@pytest.mark.parametrize("seed", sorted(SAMPLES))
-def test_sample_under_valgrind(seed, built_samples, valgrind, tmp_path):
-    folder, _, returncode, _ = built_samples[seed]
+@pytest.mark.parametrize("op", sorted(SAMPLES))
+def test_sample_under_valgrind(op, built_samples, valgrind, tmp_path):
+    folder, _, returncode, _ = built_samples[op]
     assert returncode == 0
     suppressions = None
-    if seed == "001":
-        suppressions = tmp_path / "sample_001.supp"
+    if op == "aclnnGroupNormBackward":
+        suppressions = tmp_path / "group_norm_backward_sample.supp"
         suppressions.write_text(SAMPLE_001_SUPPRESSION)
     done = valgrind([folder / "sample"], suppressions=suppressions, cwd=folder)
     assert "is: " in done.stdout

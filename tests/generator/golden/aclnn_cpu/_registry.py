@@ -2,7 +2,7 @@
 """The op registry as plain literals (for `python -m aclnn_cpu ops`, the demo and tests).
 
 OPS: one dict per op, in registry file order. Keys: name (aclnnXxx), op, python, kernel,
-summary, description, source (seed document), yaml, products, dtype_sets, params (name,
+summary, description, source (the CANN document, by name), yaml, products, dtype_sets, params (name,
 py_name, kind, optional, mask, default, has_default, doc, dtypes per product for tensors,
 size for bool arrays, alloc for outputs), python_kwargs, rules (index, kind, status,
 params, summary, doc, message, when, line, kind-specific fields) and example (dtype,
@@ -18,7 +18,7 @@ OPS = (
         'kernel': 'toy_blend_backward',
         'summary': 'A made-up op that exercises every registry feature.',
         'description': "Not a real operator: the generator's golden tests render it and compare the output with the\ncommitted files under tests/generator/golden/.",
-        'source': 'fixture.txt',
+        'source': 'a made-up document',
         'yaml': 'registry/toy_blend_backward.yaml',
         'products': ['atlas_training', 'atlas_a2'],
         'dtype_sets': {
