@@ -131,7 +131,7 @@ SUITE: List[Case] = [
     Case("grid_sampler", "warp b32 nearest", _grid(32, 32, 64, 64, 64, 64, mode=1)),
     Case("grid_sampler", "warp b32 bicubic", _grid(32, 32, 64, 64, 64, 64, mode=2)),
     # RGB images (spatial transformers, augmentation): few channels, so the per-position cost
-    # dominates (docs/performance.md, "Shapes beyond the suite").
+    # dominates (docs/kernels/grid_sampler2d_backward.md, "Records and channel blocks").
     Case("grid_sampler", "image warp RGB b4", _grid(4, 3, 224, 224, 224, 224)),
     Case("grid_sampler", "tiny", _grid(1, 4, 8, 8, 8, 8), ("smoke",)),
 ]

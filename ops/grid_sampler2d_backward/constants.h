@@ -26,8 +26,8 @@ constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may t
 // and reduction. 8 split 4-7 pairs too; 4, in-process A/B at 2 threads over two runs (bitwise
 // different but fixed by the shape, as before): N4 C3 224x224 0.82-0.88x the time in all three
 // modes, N4 C8 128x128 0.92x, N6 C3 bicubic 0.89x, N5 C1 nearest 0.90x, N5 and N7 C3 bilinear
-// 0.94-1.08x, N4 C16 64x64 and N2 C32 1.00-1.05x. In a slow spell of the machine (the "slow
-// mode" of docs/performance.md) the split runs were hit hardest: 0.44-0.53x the time unsplit.
+// 0.94-1.08x, N4 C16 64x64 and N2 C32 1.00-1.05x. In a slow spell of the machine (the noise of
+// docs/performance.md, "Method") the split runs were hit hardest: 0.44-0.53x the time unsplit.
 constexpr int64_t kTargetTasks = 4;
 constexpr int64_t kMinPartPositions = 1024;     // fewest positions worth a part of their own
 constexpr int64_t kSlotChunk = 64;              // compact slots moved a channel at a time, where they alias

@@ -189,7 +189,7 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
     if (p.direct) p.compact = p.few_bicubic = false;
     // The framed layout: one corner per record, the other three derived in the tile. In-process
     // A/B (benchmarks/ab_builds.cpp), fp32, bitwise the same results, AVX2 on a Zen 3 and AVX-512
-    // on a Zen 4: see docs/performance.md, "The framed layout".
+    // on a Zen 4: see docs/kernels/grid_sampler2d_backward.md, "Tiles".
     p.framed = p.interp == kBilinear && p.nblocks == 1 && !p.compact && !p.direct &&
                g.frame.pixels <= INT32_MAX;
     if (p.framed) {
