@@ -16,6 +16,20 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
+def _installed_build(here: str) -> str:
+    """The package folder of the first installed distribution `aclnn-cpu` (in sys.path order)
+    that has compiled modules and is not `here` (a checkout's own build metadata, such as its
+    aclnn_cpu.egg-info, names the checkout itself); "" when there is none."""
+    from importlib import metadata
+    for dist in metadata.distributions():
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") != "aclnn-cpu":
+            continue
+        folder = _os.path.abspath(str(dist.locate_file("aclnn_cpu")))
+        if _os.path.realpath(folder) != _os.path.realpath(here) and _glob.glob(_os.path.join(folder, "_glue*.so")):
+            return folder
+    return ""
+
+
 def _compiled_parts() -> None:
     """Find this package's compiled modules, or say plainly why they are missing.
 
@@ -33,13 +47,8 @@ def _compiled_parts() -> None:
         return
     how = ("build it in place (`pip install -e .`) or install it (`pip install .`) and run from "
            "outside the checkout")
-    try:
-        from importlib import metadata
-        installed = _os.path.abspath(str(metadata.distribution("aclnn-cpu").locate_file("aclnn_cpu")))
-    except Exception:  # no installed distribution (metadata.PackageNotFoundError) or no files
-        installed = ""
-    if not installed or not _glob.glob(_os.path.join(installed, "_glue*.so")) or \
-            _os.path.realpath(installed) == _os.path.realpath(here):
+    installed = _installed_build(here)
+    if not installed:
         raise ImportError(f"aclnn_cpu at {here} is a source checkout without compiled modules: {how}")
     differ = []
     for source in sorted(_glob.glob(_os.path.join(here, "*.py")) + _glob.glob(_os.path.join(here, "*.pyi"))):

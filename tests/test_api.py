@@ -379,3 +379,36 @@ def test_reused_workspace_leaves_no_trace():
     worker.join()
     assert after_big == fresh[0]
     assert _calls_with_workspace(1) == after_big  # and again, reusing the same buffer
+
+
+def _import_from_checkout(folder) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "import aclnn_cpu; print(aclnn_cpu.config()['library'])"],
+                          cwd=folder, capture_output=True, text=True, timeout=120)
+
+
+def test_unbuilt_checkout_uses_only_an_installed_build_of_the_same_sources(tmp_path):
+    """A source checkout without compiled modules (run from its root, it shadows any install)
+    answers with the installed build only when that was built from the same .py/.pyi files;
+    otherwise the import fails saying why, never borrowing a different build silently."""
+    import glob
+    import os
+    import shutil
+
+    here = os.path.dirname(ac.__file__)
+    checkout = tmp_path / "aclnn_cpu"
+    checkout.mkdir()
+    for source in glob.glob(os.path.join(here, "*.py")) + glob.glob(os.path.join(here, "*.pyi")):
+        shutil.copy(source, checkout)
+    installed = ac._installed_build(str(checkout))
+    done = _import_from_checkout(tmp_path)
+    if installed:  # `pip install .`: the installed copy of these very sources answers
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == os.path.join(installed, "lib", "libaclnn_cpu.so")
+    else:  # an in-place build (`pip install -e .`): nothing installed to use
+        assert done.returncode != 0 and "source checkout without compiled modules" in done.stderr
+    with open(checkout / "bench.py", "a") as f:
+        f.write("# edited in the checkout\n")
+    done = _import_from_checkout(tmp_path)
+    assert done.returncode != 0 and "source checkout without compiled modules" in done.stderr
+    if installed:
+        assert "(bench.py differ)" in done.stderr
