@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Union
 
 from . import (emit_args_header, emit_c_header, emit_cython, emit_docs, emit_entry,
-               emit_registry)
+               emit_registry, emit_vocabulary, vocabulary)
 from .loader import RegistryError, load_op, load_registry
 from .model import Op
 from .writer import Outcome, sync
@@ -24,8 +24,9 @@ ALL_OPS_EMITTERS = (emit_cython.emit_pyx, emit_cython.emit_pyi, emit_registry.em
 
 
 def render(ops: List[Op]) -> Dict[str, str]:
-    """Relative path -> content of every generated file for these ops."""
-    files: Dict[str, str] = {}
+    """Relative path -> content of every generated file: the vocabulary's and those of these ops."""
+    vocabulary.check()
+    files: Dict[str, str] = dict(emit() for emit in emit_vocabulary.EMITTERS)
     for op in ops:
         for emitter in PER_OP_EMITTERS:
             path, text = emitter.emit(op)

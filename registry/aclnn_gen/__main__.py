@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import generate
 from .loader import RegistryError
+from .vocabulary import VocabularyError
 
 
 def main(argv=None) -> int:
@@ -24,7 +25,7 @@ def main(argv=None) -> int:
         return 2
     try:
         outcome = generate(root, check=args.check)
-    except RegistryError as exc:
+    except (RegistryError, VocabularyError) as exc:
         print(f"aclnn_gen: error: {exc}", file=sys.stderr)
         return 2
     if args.check:
