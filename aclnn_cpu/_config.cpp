@@ -23,10 +23,6 @@ namespace {
 using aclnn_cpu::Isa;
 using aclnn_cpu::Product;
 
-constexpr Isa kAllIsas[] = {Isa::Baseline, Isa::Avx2, Isa::Avx512};
-constexpr Product kAllProducts[] = {Product::AtlasA2, Product::AtlasTraining,
-                                    Product::AtlasInference};
-
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) {
@@ -36,16 +32,33 @@ std::string quoted_list(const std::vector<std::string>& names) {
   return out;
 }
 
+// The default line first, then the others in their declared order.
 std::vector<std::string> product_names() {
-  std::vector<std::string> names;
-  for (Product p : kAllProducts) names.emplace_back(aclnn_cpu::product_name(p));
+  std::vector<std::string> names{aclnn_cpu::product_name(aclnn_cpu::kDefaultProduct)};
+  for (Product p : aclnn_cpu::kProducts)
+    if (p != aclnn_cpu::kDefaultProduct) names.emplace_back(aclnn_cpu::product_name(p));
   return names;
+}
+
+std::vector<std::string> isa_names() {
+  return std::vector<std::string>(aclnn_cpu::kIsaNames, aclnn_cpu::kIsaNames + aclnn_cpu::kIsaCount);
+}
+
+// "'a', 'b' or 'c'" (with " (default)" after the first name when `default_first`), as the
+// docstrings list the choices.
+std::string choices(const std::vector<std::string>& names, bool default_first) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += "'" + names[i] + "'" + (i == 0 && default_first ? " (default)" : "");
+  }
+  return out;
 }
 
 // Levels this CPU and build can run, lowest first.
 std::vector<std::string> available_isas() {
   std::vector<std::string> names;
-  for (Isa level : kAllIsas)
+  for (Isa level : aclnn_cpu::kIsaLevels)
     if (static_cast<int>(level) <= static_cast<int>(aclnn_cpu::best_supported_isa()))
       names.emplace_back(aclnn_cpu::isa_name(level));
   return names;
@@ -63,7 +76,7 @@ void set_product(const std::string& name) {
 }
 
 void set_isa(const std::string& name) {
-  for (Isa level : kAllIsas) {
+  for (Isa level : aclnn_cpu::kIsaLevels) {
     if (name == aclnn_cpu::isa_name(level)) {
       if (!aclnn_cpu::set_active_isa(level))
         throw py::value_error("ISA level '" + name + "' is not available on this CPU/build; "
@@ -71,16 +84,22 @@ void set_isa(const std::string& name) {
       return;
     }
   }
-  throw py::value_error("unknown ISA level '" + name + "'; valid: 'baseline', 'avx2', 'avx512'");
+  throw py::value_error("unknown ISA level '" + name + "'; valid: " + quoted_list(isa_names()));
 }
 
-// Element sizes of the self-test's dtype codes: 0 float32, 1 float16, 2 bfloat16.
-int64_t code_itemsize(int code) { return code == 0 ? 4 : (code == 1 || code == 2) ? 2 : 0; }
+// Element size of a dtype the self-test converts (aclDataType codes of float32, float16 and
+// bfloat16), 0 for any other code.
+int64_t code_itemsize(int code) {
+  using aclnn_cpu::DType;
+  const DType t = static_cast<DType>(code);
+  return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16 ? aclnn_cpu::dtype_size(t) : 0;
+}
 
 void simd_convert(py::buffer src, int from, py::buffer dst, int to, int path) {
   py::buffer_info in = src.request(), out = dst.request(true);
   const int64_t n = in.size;
-  if (code_itemsize(from) == 0 || code_itemsize(to) == 0) throw py::value_error("dtype codes are 0, 1, 2");
+  if (code_itemsize(from) == 0 || code_itemsize(to) == 0)
+    throw py::value_error("dtype codes are the aclDataType codes of float32, float16, bfloat16");
   if (out.size != n || in.itemsize != code_itemsize(from) || out.itemsize != code_itemsize(to))
     throw py::value_error("src/dst sizes do not match the dtype codes");
   for (const py::buffer_info* b : {&in, &out})
@@ -108,18 +127,19 @@ PYBIND11_MODULE(_config, m) {
   m.def("set_release_pool_on_fork", &aclnn_cpu::set_release_pool_on_fork, py::arg("on"),
         "Tests only: False makes later forks leave the pool, so the children run on one thread.");
 
-  m.def("set_product", &set_product, py::arg("name"),
-        "Product line whose dtype rules apply: 'atlas_a2' (default), 'atlas_training' or "
-        "'atlas_inference'.");
+  const std::string set_product_doc =
+      "Product line whose dtype rules apply: " + choices(product_names(), true) + ".";
+  m.def("set_product", &set_product, py::arg("name"), set_product_doc.c_str());
   m.def("get_product", [] { return std::string(aclnn_cpu::product_name(aclnn_cpu::current_product())); },
         "The emulated product line.");
   m.def("products", &product_names, "Every product line name.");
   m.def("soc_name", [] { return std::string(aclnn_cpu::soc_name(aclnn_cpu::current_product())); },
         "What aclrtGetSocName() reports for the current product line.");
 
-  m.def("set_isa", &set_isa, py::arg("name"),
-        "Kernel ISA level for executors planned from now on: 'baseline', 'avx2' or 'avx512' "
-        "(ValueError when this CPU/build lacks it).");
+  const std::string set_isa_doc = "Kernel ISA level for executors planned from now on: " +
+                                  choices(isa_names(), false) +
+                                  " (ValueError when this CPU/build lacks it).";
+  m.def("set_isa", &set_isa, py::arg("name"), set_isa_doc.c_str());
   m.def("get_isa", [] { return std::string(aclnn_cpu::isa_name(aclnn_cpu::active_isa())); },
         "The ISA level new executors use.");
   m.def("best_isa", [] { return std::string(aclnn_cpu::isa_name(aclnn_cpu::best_supported_isa())); },
@@ -142,7 +162,7 @@ PYBIND11_MODULE(_config, m) {
   m.def("simd_convert", &simd_convert, py::arg("src"), py::arg("from_code"), py::arg("dst"),
         py::arg("to_code"), py::arg("path"),
         "Test hook: converts contiguous src into dst with the active level's SIMD loads and "
-        "stores (codes 0 float32, 1 float16, 2 bfloat16; path 0 vectors, 1 pairs, 2 streamed, 3 the "
+        "stores (aclDataType codes of float32, float16, bfloat16; path 0 vectors, 1 pairs, 2 streamed, 3 the "
         "scalar element conversions).");
 
   m.def("version", [] { return std::string(aclnn_cpu::version()); }, "Library version.");

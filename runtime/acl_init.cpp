@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <initializer_list>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -27,9 +26,9 @@ bool initialized = false;
 // puts them back, so a later aclInit without that setting starts from the same state.
 struct Restore {
   bool product = false, threads = false, isa = false;
-  Product previous_product = Product::AtlasA2;
+  Product previous_product = kDefaultProduct;
   int previous_threads = 0;
-  Isa previous_isa = Isa::Baseline;
+  Isa previous_isa = kIsaLevels[0];
 };
 Restore restore;  // guarded by init_mutex
 
@@ -38,7 +37,7 @@ struct Settings {
   const char* product = nullptr;  // points into the parsed document
   int num_threads = 0;            // 0: unchanged
   bool has_isa = false;
-  Isa isa = Isa::Baseline;
+  Isa isa = kIsaLevels[0];
 };
 
 aclError read_file(const char* path, std::string* text) {
@@ -67,13 +66,12 @@ aclError read_settings(const char* path, const JsonValue& doc, Settings* setting
     const std::string& key = section->keys[i];
     const JsonValue& value = section->items[i];
     if (key == "product") {
-      if (value.kind != JsonValue::Kind::String ||
-          (value.text != product_name(Product::AtlasTraining) &&
-           value.text != product_name(Product::AtlasA2) &&
-           value.text != product_name(Product::AtlasInference)))
-        return fail(ACL_ERROR_FILE_ATTR_INVALID,
-                    "aclInit: '%s': aclnn_cpu.product must be \"atlas_training\", \"atlas_a2\" "
-                    "or \"atlas_inference\"", path);
+      bool known = false;
+      for (const char* name : kProductNames)
+        known = known || (value.kind == JsonValue::Kind::String && value.text == name);
+      if (!known)
+        return fail(ACL_ERROR_FILE_ATTR_INVALID, "aclInit: '%s': aclnn_cpu.product must be %s", path,
+                    name_choices(kProductNames, kProductCount, "\"").c_str());
       settings->product = value.text.c_str();
     } else if (key == "num_threads") {
       if (value.kind != JsonValue::Kind::Number || value.number < 1 || value.number > 4096 ||
@@ -84,7 +82,7 @@ aclError read_settings(const char* path, const JsonValue& doc, Settings* setting
     } else if (key == "isa") {
       bool known = false;
       if (value.kind == JsonValue::Kind::String) {
-        for (Isa level : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+        for (Isa level : kIsaLevels) {
           if (value.text == isa_name(level)) {
             settings->isa = level;
             known = true;
@@ -92,9 +90,8 @@ aclError read_settings(const char* path, const JsonValue& doc, Settings* setting
         }
       }
       if (!known)
-        return fail(ACL_ERROR_FILE_ATTR_INVALID,
-                    "aclInit: '%s': aclnn_cpu.isa must be \"baseline\", \"avx2\" or \"avx512\"",
-                    path);
+        return fail(ACL_ERROR_FILE_ATTR_INVALID, "aclInit: '%s': aclnn_cpu.isa must be %s", path,
+                    name_choices(kIsaNames, kIsaCount, "\"").c_str());
       settings->has_isa = true;
     } else {
       return fail(ACL_ERROR_FILE_ATTR_INVALID,

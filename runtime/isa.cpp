@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 #include "aclnn_cpu/isa.h"
+#include "runtime_internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -66,13 +66,10 @@ bool initial_bf16_instructions() {
 
 // The best level compiled into this library (kernels exist only for these).
 Isa best_built_isa() {
-#if defined(ACLNN_HAVE_AVX512)
-  return Isa::Avx512;
-#elif defined(ACLNN_HAVE_AVX2)
-  return Isa::Avx2;
-#else
-  return Isa::Baseline;
-#endif
+  Isa best = kIsaLevels[0];
+  for (int i = 0; i < kIsaCount; ++i)
+    if (kIsaCompiled[i]) best = kIsaLevels[i];
+  return best;
 }
 
 Isa detect_best() {
@@ -84,7 +81,7 @@ Isa detect_best() {
 }
 
 bool parse_isa(const char* text, Isa* out) {
-  for (Isa level : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+  for (Isa level : kIsaLevels) {
     if (std::strcmp(text, isa_name(level)) == 0) {
       *out = level;
       return true;
@@ -102,8 +99,8 @@ Isa initial_isa() {
   if (env == nullptr || *env == '\0') return best;
   Isa wanted;
   if (!parse_isa(env, &wanted)) {
-    std::fprintf(stderr,
-                 "aclnn_cpu: ignoring ACLNN_CPU_ISA=%s (expected baseline, avx2 or avx512)\n", env);
+    std::fprintf(stderr, "aclnn_cpu: ignoring ACLNN_CPU_ISA=%s (expected %s)\n", env,
+                 name_choices(kIsaNames, kIsaCount, "").c_str());
     return best;
   }
   return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
@@ -147,12 +144,8 @@ bool set_active_isa(Isa level) {
 }
 
 const char* isa_name(Isa level) {
-  switch (level) {
-    case Isa::Baseline: return "baseline";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-  }
-  return "unknown";
+  const int index = static_cast<int>(level);
+  return index >= 0 && index < kIsaCount ? kIsaNames[index] : "unknown";
 }
 
 }  // namespace aclnn_cpu

@@ -1,5 +1,8 @@
 // Declarations shared by the runtime's own source files (not installed, not for kernels).
 #pragma once
+#include <string>
+#include <vector>
+
 #include "acl/acl.h"
 
 namespace aclnn_cpu {
@@ -7,12 +10,9 @@ namespace aclnn_cpu {
 // Null (the default stream) or a stream from aclrtCreateStream that was not destroyed yet.
 bool stream_is_usable(aclrtStream stream);
 
-}  // namespace aclnn_cpu
-
-#include <string>
-#include <vector>
-
-namespace aclnn_cpu {
+// The names of a vocabulary (kIsaNames, kProductNames) as messages list the choices: each in
+// `quote`, comma-separated, the last after "or" ("baseline, avx2 or avx512").
+std::string name_choices(const char* const* names, int count, const char* quote);
 
 // A parsed JSON document (aclInit's configuration file). Objects keep their members in file
 // order, as parallel key/value vectors.

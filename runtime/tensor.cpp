@@ -11,25 +11,10 @@
 namespace aclnn_cpu {
 
 const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float16: return "float16";
-    case DType::BFloat16: return "bfloat16";
-    case DType::Float64: return "float64";
-    case DType::Int8: return "int8";
-    case DType::Int16: return "int16";
-    case DType::Int32: return "int32";
-    case DType::Int64: return "int64";
-    case DType::UInt8: return "uint8";
-    case DType::UInt16: return "uint16";
-    case DType::UInt32: return "uint32";
-    case DType::UInt64: return "uint64";
-    case DType::Bool: return "bool";
-    case DType::Complex64: return "complex64";
-    case DType::Complex128: return "complex128";
-    case DType::Undefined: return "undefined";
-  }
-  return "unknown";  // a value outside the enum (e.g. ACL_STRING): still printable
+  for (int i = 0; i < kDTypeCount; ++i)
+    if (kDTypes[i] == t) return kDTypeNames[i];
+  // Undefined, or a value outside the enum (ACL_STRING, say): still printable.
+  return t == DType::Undefined ? "undefined" : "unknown";
 }
 
 TensorView make_view(const aclTensor* t) {

@@ -6,14 +6,17 @@ passing test means the call really went through the kernel.
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import aclnn_cpu as ac
+from aclnn_cpu import _config
 from support import BFLOAT16, f64
 
 GO = np.arange(8, dtype=np.float32).reshape(4, 2)
@@ -271,6 +274,38 @@ def test_config_reports_isa_threads_product():
     assert cfg["product"] == ac.get_product()
     assert cfg["threads"] == ac.get_num_threads()
     assert set(cfg["ops"]) == {op["name"] for op in ac.OPS}
+
+
+def test_configuration_lists_the_declared_isa_levels_and_product_lines():
+    """set_isa, set_product and their docstrings name every choice (the default product first);
+    each line reports its SoC."""
+    with pytest.raises(ValueError) as info:
+        _config.set_isa("sse9")
+    assert str(info.value) == "unknown ISA level 'sse9'; valid: 'baseline', 'avx2', 'avx512'"
+    with pytest.raises(ValueError) as info:
+        ac.set_product("atlas_a3")
+    assert str(info.value) == "unknown product 'atlas_a3'; valid: 'atlas_a2', 'atlas_training', 'atlas_inference'"
+    assert list(_config.products()) == ["atlas_a2", "atlas_training", "atlas_inference"]
+    assert "'atlas_a2' (default), 'atlas_training' or 'atlas_inference'." in _config.set_product.__doc__
+    assert "'baseline', 'avx2' or 'avx512' (ValueError" in _config.set_isa.__doc__
+    previous = ac.get_product()
+    try:
+        socs = {}
+        for product in _config.products():
+            ac.set_product(product)
+            socs[product] = _config.soc_name()
+    finally:
+        ac.set_product(previous)
+    assert socs == {"atlas_training": "Ascend910A", "atlas_a2": "Ascend910B1", "atlas_inference": "Ascend310P3"}
+
+
+def test_unknown_isa_in_the_environment_is_ignored_naming_the_levels():
+    code = "from aclnn_cpu import _config; print(_config.get_isa() == _config.best_isa())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1], env=dict(os.environ, ACLNN_CPU_ISA="sse9"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    assert "aclnn_cpu: ignoring ACLNN_CPU_ISA=sse9 (expected baseline, avx2 or avx512)" in done.stderr
 
 
 def run_cli(*args):

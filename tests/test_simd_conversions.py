@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 
 from aclnn_cpu import _config
+from aclnn_cpu._vocabulary import DTYPE_CODES
 
 # NaN and out-of-range inputs are the point here; NumPy's cast warnings about them are not.
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast",
                                         "ignore:overflow encountered in cast")
 
-CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+CODES = {name: DTYPE_CODES[name] for name in ("float32", "float16", "bfloat16")}  # aclDataType
 PATHS = {"vectors": 0, "pairs": 1, "streamed": 2, "scalar": 3}
 
 

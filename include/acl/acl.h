@@ -83,28 +83,7 @@ static const int32_t ACL_ERROR_RT_MEMORY_FREE = 207002;
 static const int32_t ACL_ERROR_RT_INTERNAL_ERROR = 507000;
 
 /* ---- enums (values of CANN's acl_base.h / acl_rt.h) ---- */
-typedef enum {
-  ACL_DT_UNDEFINED = -1,
-  ACL_FLOAT = 0,
-  ACL_FLOAT16 = 1,
-  ACL_INT8 = 2,
-  ACL_INT32 = 3,
-  ACL_UINT8 = 4,
-  ACL_INT16 = 6,
-  ACL_UINT16 = 7,
-  ACL_UINT32 = 8,
-  ACL_INT64 = 9,
-  ACL_UINT64 = 10,
-  ACL_DOUBLE = 11,
-  ACL_BOOL = 12,
-  ACL_STRING = 13,
-  ACL_COMPLEX64 = 16,
-  ACL_COMPLEX128 = 17,
-  ACL_BF16 = 27,
-  ACL_INT4 = 29,
-  ACL_UINT1 = 30,
-  ACL_COMPLEX32 = 33
-} aclDataType;
+#include "acl/acl_data_type.h" /* aclDataType, generated from registry/aclnn_gen/vocabulary.py */
 
 typedef enum {
   ACL_FORMAT_UNDEFINED = -1,

@@ -32,14 +32,10 @@
 // translation unit: kernels are compiled once per level with different -m flags, and an inline
 // function shared under one mangled name could be resolved by the linker to a copy using
 // instructions the running CPU lacks. The types stay shared.
+// (vocabulary.h names a kernel level's namespace: half_baseline, half_avx2, ...)
+#include "aclnn_cpu/vocabulary.h"
 #if !defined(ACLNN_ISA_LEVEL)
 #define ACLNN_HALF_NS half_generic
-#elif ACLNN_ISA_LEVEL == 0
-#define ACLNN_HALF_NS half_baseline
-#elif ACLNN_ISA_LEVEL == 1
-#define ACLNN_HALF_NS half_avx2
-#else
-#define ACLNN_HALF_NS half_avx512
 #endif
 
 namespace aclnn_cpu {

@@ -18,15 +18,15 @@ struct KernelCopy {
   aclnnStatus (*run)(const Args& args, void* workspace) = nullptr;
 };
 
-// The copies per ISA level; a level the build left out stays empty.
+// The copies per ISA level, indexed by Isa; a level the build left out stays empty and runs the
+// baseline copy.
 template <class Args>
 struct KernelSet {
-  KernelCopy<Args> baseline, avx2, avx512;
+  KernelCopy<Args> at_level[kIsaCount];
 
   const KernelCopy<Args>& at(Isa level) const {
-    if (level == Isa::Avx512 && avx512.run != nullptr) return avx512;
-    if (level == Isa::Avx2 && avx2.run != nullptr) return avx2;
-    return baseline;
+    const KernelCopy<Args>& copy = at_level[static_cast<int>(level)];
+    return copy.run != nullptr ? copy : at_level[0];
   }
 };
 

@@ -1,13 +1,15 @@
 // Product (SoC) line emulation: the dtype rules of the documents differ per product line.
+// The lines (Product, kProductNames, kSocNames, kDefaultProduct) are declared in
+// registry/aclnn_gen/vocabulary.py.
 #pragma once
+
+#include "aclnn_cpu/vocabulary.h"
 
 namespace aclnn_cpu {
 
-enum class Product : int { AtlasTraining = 0, AtlasA2 = 1, AtlasInference = 2 };
-
-Product current_product();                 // default AtlasA2; process-wide
-bool set_product(const char* name);        // "atlas_training" | "atlas_a2" | "atlas_inference"
-const char* product_name(Product p);       // the names above
+Product current_product();                 // kDefaultProduct until set; process-wide
+bool set_product(const char* name);        // one of kProductNames ("atlas_a2", ...)
+const char* product_name(Product p);       // its kProductNames entry
 const char* soc_name(Product p);           // what aclrtGetSocName() reports, e.g. "Ascend910B1"
 
 }  // namespace aclnn_cpu

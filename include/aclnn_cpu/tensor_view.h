@@ -5,46 +5,15 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace aclnn_cpu {
+#include "aclnn_cpu/vocabulary.h"  // kMaxDims, kMaxIntArray, DType and dtype_size
 
-constexpr int kMaxDims = 8;
+namespace aclnn_cpu {
 
 // This header's functions are forced inline: ops objects are compiled once per ISA level, and
 // an out-of-line copy of a shared header's inline function is a weak symbol the linker may take
 // from an AVX-512 object for baseline code (setup.py rejects such objects; at -O1, as the
 // sanitizer build compiles, GCC left is_contiguous out of line).
 #define ACLNN_VIEW_INLINE inline __attribute__((always_inline))
-
-// Values are those of the public aclDataType enum (acl/acl.h).
-enum class DType : int32_t {
-  Undefined = -1,
-  Float32 = 0,
-  Float16 = 1,
-  Int8 = 2,
-  Int32 = 3,
-  UInt8 = 4,
-  Int16 = 6,
-  UInt16 = 7,
-  UInt32 = 8,
-  Int64 = 9,
-  UInt64 = 10,
-  Float64 = 11,
-  Bool = 12,
-  Complex64 = 16,
-  Complex128 = 17,
-  BFloat16 = 27,
-};
-
-ACLNN_VIEW_INLINE std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::Float16: case DType::BFloat16: case DType::Int16: case DType::UInt16: return 2;
-    case DType::Float32: case DType::Int32: case DType::UInt32: return 4;
-    case DType::Float64: case DType::Int64: case DType::UInt64: case DType::Complex64: return 8;
-    case DType::Complex128: return 16;
-    case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
-    default: return 0;
-  }
-}
 
 const char* dtype_name(DType t);  // "float32", "bfloat16", ... (runtime/tensor.cpp)
 
@@ -55,11 +24,6 @@ struct ScalarArg {
   DType dtype = DType::Undefined;
   bool present = false;  // false: an optional scalar passed as null
 };
-
-// Most integers an aclIntArray operand may hold (the validators refuse longer ones with 161002),
-// so that its kernel-facing copy is plain data like TensorView: nothing a kernel object compiled
-// per ISA level would instantiate out of line.
-constexpr int kMaxIntArray = 64;
 
 // A validated aclIntArray as kernels see it: its integers, copied at planning time.
 struct IntArrayArg {

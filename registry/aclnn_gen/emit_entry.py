@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from . import model
+from . import model, vocabulary
 from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, c_param_type, implicit_rank_tensors,
                        phase1_params, prototype, structure_position)
 from .exprs import cpp_string_literal as lit
@@ -18,11 +18,8 @@ from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, N
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 from .text import wrap
 
-ISA_LEVELS = (  # (namespace, guard macro or None), in KernelSet's member order
-    ("isa_baseline", None),
-    ("isa_avx2", "ACLNN_HAVE_AVX2"),
-    ("isa_avx512", "ACLNN_HAVE_AVX512"),
-)
+# (namespace, guard macro or None) per ISA level, in KernelSet's (aclnn_cpu::Isa's) order.
+ISA_LEVELS = tuple((f"isa_{level.name}", level.macro) for level in vocabulary.ISA_LEVELS)
 
 
 def path_of(op: Op) -> str:
@@ -314,14 +311,14 @@ def _dtype_sets(op: Op) -> List[str]:
 def _kernel_set(op: Op) -> List[str]:
     """The KernelSet of the op: one {workspace, run} pair per ISA level the build compiled."""
     out = [f"// The kernel copies per ISA level (a level the build left out stays empty).",
-           f"const KernelSet<{op.args_struct}> kKernels = {{"]
+           f"const KernelSet<{op.args_struct}> kKernels = {{{{"]
     for ns, guard in ISA_LEVELS:
         entry = f"    {{{ns}::{op.kernel}_workspace, {ns}::{op.kernel}}},"
         if guard is None:
             out.append(entry)
         else:
             out += [f"#ifdef {guard}", entry, "#else", "    {},", "#endif"]
-    out += ["};", "", f"using {op.name}Executor = KernelExecutor<{op.args_struct}>;", ""]
+    out += ["}};", "", f"using {op.name}Executor = KernelExecutor<{op.args_struct}>;", ""]
     return out
 
 

@@ -54,7 +54,7 @@ DTypeList dtypes_float() {
 }
 
 // The kernel copies per ISA level (a level the build left out stays empty).
-const KernelSet<GridSampler2DBackwardArgs> kKernels = {
+const KernelSet<GridSampler2DBackwardArgs> kKernels = {{
     {isa_baseline::grid_sampler2d_backward_workspace, isa_baseline::grid_sampler2d_backward},
 #ifdef ACLNN_HAVE_AVX2
     {isa_avx2::grid_sampler2d_backward_workspace, isa_avx2::grid_sampler2d_backward},
@@ -66,7 +66,7 @@ const KernelSet<GridSampler2DBackwardArgs> kKernels = {
 #else
     {},
 #endif
-};
+}};
 
 using GridSampler2DBackwardExecutor = KernelExecutor<GridSampler2DBackwardArgs>;
 

@@ -54,7 +54,7 @@ DTypeList dtypes_float() {
 }
 
 // The kernel copies per ISA level (a level the build left out stays empty).
-const KernelSet<GroupNormBackwardArgs> kKernels = {
+const KernelSet<GroupNormBackwardArgs> kKernels = {{
     {isa_baseline::group_norm_backward_workspace, isa_baseline::group_norm_backward},
 #ifdef ACLNN_HAVE_AVX2
     {isa_avx2::group_norm_backward_workspace, isa_avx2::group_norm_backward},
@@ -66,7 +66,7 @@ const KernelSet<GroupNormBackwardArgs> kKernels = {
 #else
     {},
 #endif
-};
+}};
 
 using GroupNormBackwardExecutor = KernelExecutor<GroupNormBackwardArgs>;
 

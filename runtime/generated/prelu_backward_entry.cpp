@@ -54,7 +54,7 @@ DTypeList dtypes_float() {
 }
 
 // The kernel copies per ISA level (a level the build left out stays empty).
-const KernelSet<PreluBackwardArgs> kKernels = {
+const KernelSet<PreluBackwardArgs> kKernels = {{
     {isa_baseline::prelu_backward_workspace, isa_baseline::prelu_backward},
 #ifdef ACLNN_HAVE_AVX2
     {isa_avx2::prelu_backward_workspace, isa_avx2::prelu_backward},
@@ -66,7 +66,7 @@ const KernelSet<PreluBackwardArgs> kKernels = {
 #else
     {},
 #endif
-};
+}};
 
 using PreluBackwardExecutor = KernelExecutor<PreluBackwardArgs>;
 

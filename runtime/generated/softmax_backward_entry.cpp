@@ -69,7 +69,7 @@ DTypeList dtypes_float_out() {
 }
 
 // The kernel copies per ISA level (a level the build left out stays empty).
-const KernelSet<SoftmaxBackwardArgs> kKernels = {
+const KernelSet<SoftmaxBackwardArgs> kKernels = {{
     {isa_baseline::softmax_backward_workspace, isa_baseline::softmax_backward},
 #ifdef ACLNN_HAVE_AVX2
     {isa_avx2::softmax_backward_workspace, isa_avx2::softmax_backward},
@@ -81,7 +81,7 @@ const KernelSet<SoftmaxBackwardArgs> kKernels = {
 #else
     {},
 #endif
-};
+}};
 
 using SoftmaxBackwardExecutor = KernelExecutor<SoftmaxBackwardArgs>;
 

@@ -6,6 +6,7 @@
 
 #include "aclnn_cpu/isa.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/vocabulary.h"
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -67,22 +68,23 @@ void convert_typed(const void* src, void* dst, int64_t n, int path) {
 
 template <class S>
 bool convert_from(int to, const void* src, void* dst, int64_t n, int path) {
-  switch (to) {
-    case 0: convert_typed<S, float>(src, dst, n, path); return true;
-    case 1: convert_typed<S, half_t>(src, dst, n, path); return true;
-    case 2: convert_typed<S, bfloat16_t>(src, dst, n, path); return true;
+  switch (static_cast<DType>(to)) {
+    case DType::Float32: convert_typed<S, float>(src, dst, n, path); return true;
+    case DType::Float16: convert_typed<S, half_t>(src, dst, n, path); return true;
+    case DType::BFloat16: convert_typed<S, bfloat16_t>(src, dst, n, path); return true;
     default: return false;
   }
 }
 
 }  // namespace
 
-// from/to: 0 float32, 1 float16, 2 bfloat16; path: 0 vectors, 1 pairs, 2 streamed pairs, 3 scalar.
+// from/to: aclDataType codes of float32, float16, bfloat16; path: 0 vectors, 1 pairs, 2 streamed
+// pairs, 3 scalar.
 bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path) {
-  switch (from) {
-    case 0: return convert_from<float>(to, src, dst, n, path);
-    case 1: return convert_from<half_t>(to, src, dst, n, path);
-    case 2: return convert_from<bfloat16_t>(to, src, dst, n, path);
+  switch (static_cast<DType>(from)) {
+    case DType::Float32: return convert_from<float>(to, src, dst, n, path);
+    case DType::Float16: return convert_from<half_t>(to, src, dst, n, path);
+    case DType::BFloat16: return convert_from<bfloat16_t>(to, src, dst, n, path);
     default: return false;
   }
 }
@@ -95,16 +97,12 @@ bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t
 // Dispatch to the active level (in the baseline object only).
 
 namespace aclnn_cpu {
-#if defined(ACLNN_HAVE_AVX2)
-namespace isa_avx2 {
-bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
-}
-#endif
-#if defined(ACLNN_HAVE_AVX512)
-namespace isa_avx512 {
-bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
-}
-#endif
+#define ACLNN_DECLARE_SELFTEST(name, level) \
+  namespace isa_##name { \
+  bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path); \
+  }
+ACLNN_FOR_EACH_COMPILED_ISA(ACLNN_DECLARE_SELFTEST)
+#undef ACLNN_DECLARE_SELFTEST
 }  // namespace aclnn_cpu
 
 // Converts n elements with the active level's simd.h loads and stores. Returns 0, or -1 for
@@ -115,12 +113,10 @@ extern "C" __attribute__((visibility("default"))) int aclnn_cpu_simd_selftest_co
   if (path < 0 || path > 3 || n < 0) return -1;
   bool ok = false;
   switch (active_isa()) {
-#if defined(ACLNN_HAVE_AVX512)
-    case Isa::Avx512: ok = isa_avx512::simd_selftest_convert(from, to, src, dst, n, path); break;
-#endif
-#if defined(ACLNN_HAVE_AVX2)
-    case Isa::Avx2: ok = isa_avx2::simd_selftest_convert(from, to, src, dst, n, path); break;
-#endif
+#define ACLNN_DISPATCH_SELFTEST(name, level) \
+    case Isa::level: ok = isa_##name::simd_selftest_convert(from, to, src, dst, n, path); break;
+    ACLNN_FOR_EACH_COMPILED_ISA(ACLNN_DISPATCH_SELFTEST)
+#undef ACLNN_DISPATCH_SELFTEST
     default: ok = isa_baseline::simd_selftest_convert(from, to, src, dst, n, path); break;
   }
   return ok ? 0 : -1;

@@ -33,11 +33,13 @@ void init_and_finalize() {
   const std::string not_object = write_config("array.json", "[1, 2]");
   EXPECT_STATUS(aclInit(not_object.c_str()), ACL_ERROR_PARSE_FILE, "aclInit");
   const std::string bad_product = write_config("bad_product.json", "{\"aclnn_cpu\": {\"product\": \"atlas_9000\"}}");
-  EXPECT_STATUS(aclInit(bad_product.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "product");
+  EXPECT_STATUS(aclInit(bad_product.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit",
+                "aclnn_cpu.product must be \"atlas_training\", \"atlas_a2\" or \"atlas_inference\"");
   const std::string bad_threads = write_config("bad_threads.json", "{\"aclnn_cpu\": {\"num_threads\": 0}}");
   EXPECT_STATUS(aclInit(bad_threads.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "num_threads");
   const std::string bad_isa = write_config("bad_isa.json", "{\"aclnn_cpu\": {\"isa\": \"sse9\"}}");
-  EXPECT_STATUS(aclInit(bad_isa.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "isa");
+  EXPECT_STATUS(aclInit(bad_isa.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit",
+                "aclnn_cpu.isa must be \"baseline\", \"avx2\" or \"avx512\"");
   const std::string unknown_key = write_config("unknown_key.json", "{\"aclnn_cpu\": {\"speed\": 11}}");
   EXPECT_STATUS(aclInit(unknown_key.c_str()), ACL_ERROR_FILE_ATTR_INVALID, "aclInit", "speed");
 

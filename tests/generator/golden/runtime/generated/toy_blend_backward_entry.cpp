@@ -65,7 +65,7 @@ DTypeList dtypes_real() {
 }
 
 // The kernel copies per ISA level (a level the build left out stays empty).
-const KernelSet<ToyBlendBackwardArgs> kKernels = {
+const KernelSet<ToyBlendBackwardArgs> kKernels = {{
     {isa_baseline::toy_blend_backward_workspace, isa_baseline::toy_blend_backward},
 #ifdef ACLNN_HAVE_AVX2
     {isa_avx2::toy_blend_backward_workspace, isa_avx2::toy_blend_backward},
@@ -77,7 +77,7 @@ const KernelSet<ToyBlendBackwardArgs> kKernels = {
 #else
     {},
 #endif
-};
+}};
 
 using ToyBlendBackwardExecutor = KernelExecutor<ToyBlendBackwardArgs>;
 
