@@ -2,7 +2,8 @@
 
 1. Runs the registry generator (registry/*.yaml -> C entry points, headers, Cython stubs, docs).
 2. Builds the C++ core `aclnn_cpu/lib/libaclnn_cpu.so`: runtime + generated entry points, and
-   every ops/*.cpp once per ISA level (baseline, AVX2+FMA+F16C, AVX-512) for run-time dispatch.
+   every ops/*.cpp once per ISA level (baseline, AVX2+FMA+F16C, AVX-512: the levels of
+   registry/aclnn_gen/vocabulary.py) for run-time dispatch.
 3. Builds the Python extensions that link to it: the Cython glue and per-op stubs, and the
    pybind11 configuration module.
 
@@ -31,13 +32,11 @@ sys.path.insert(0, str(ROOT))
 LIB_NAME = "aclnn_cpu"
 IS_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 
-# (level, macro value, extra flags) — the levels of include/aclnn_cpu/isa.h
-ISA_LEVELS = [("baseline", 0, [])]
-if IS_X86_64:
-    ISA_LEVELS += [
-        ("avx2", 1, ["-mavx2", "-mfma", "-mf16c"]),
-        ("avx512", 2, ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma", "-mf16c"]),
-    ]
+# The ISA levels, read from their declaration (this runs before the package exists): the first is
+# the portable baseline, the others x86-64 only.
+from registry.aclnn_gen.vocabulary import ISA_LEVELS as DECLARED_ISA_LEVELS  # noqa: E402
+
+ISA_LEVELS = DECLARED_ISA_LEVELS if IS_X86_64 else DECLARED_ISA_LEVELS[:1]
 
 
 BF16_PROBE = """#include <immintrin.h>
@@ -127,19 +126,20 @@ class CoreLibrary:
         self.build_temp = build_temp
         self.out_dir = out_dir
         self.openmp = openmp
-        self.levels = [lvl for lvl in ISA_LEVELS if lvl[1] == 0 or compiler_accepts(lvl[2])]
-        self.defines = []
-        for name, value, _ in self.levels:
-            if value == 1:
-                self.defines.append("-DACLNN_HAVE_AVX2")
-            if value == 2:
-                self.defines.append("-DACLNN_HAVE_AVX512")
-        # AVX512-BF16 conversions inside the avx512 level, switched on at run time only where the
-        # CPU has them (simd.h); a compiler without -mavx512bf16 just leaves them out.
-        self.levels = [(name, value, flags + ["-mavx512bf16"])
-                       if value == 2 and compiler_accepts(flags + ["-mavx512bf16"], BF16_PROBE) else (name, value, flags)
+        # (name, ACLNN_ISA_LEVEL value, flags) of each level the compiler accepts; a level's
+        # value is its position among the declared levels.
+        self.levels = [(lvl.name, value, list(lvl.flags)) for value, lvl in enumerate(ISA_LEVELS)
+                       if not lvl.flags or compiler_accepts(list(lvl.flags))]
+        self.defines = [f"-D{lvl.macro}" for lvl in ISA_LEVELS
+                        if lvl.macro and lvl.name in {name for name, _, _ in self.levels}]
+        # AVX512-BF16 conversions inside the level that declares them, switched on at run time
+        # only where the CPU has them (simd.h); a compiler without the flags just leaves them out.
+        bf16 = {lvl.name: list(lvl.bf16_flags) for lvl in ISA_LEVELS if lvl.bf16_flags}
+        with_bf16 = {name for name, _, flags in self.levels
+                     if name in bf16 and compiler_accepts(flags + bf16[name], BF16_PROBE)}
+        self.levels = [(name, value, flags + bf16[name] if name in with_bf16 else flags)
                        for name, value, flags in self.levels]
-        if any("-mavx512bf16" in flags for _, _, flags in self.levels):
+        if with_bf16:
             self.defines.append("-DACLNN_HAVE_AVX512BF16")
         if openmp and compiler_accepts(openmp, OMP_KMP_PROBE):
             self.defines.append("-DACLNN_OMP_HANDLES_FORK")
@@ -172,14 +172,16 @@ class CoreLibrary:
         nm = shutil.which("nm")
         if nm is None:
             return
+        above_baseline = {lvl.name for lvl in ISA_LEVELS[1:]}
         for obj in objects:
-            if obj.parent.name not in ("avx2", "avx512"):
+            level = obj.parent.name
+            if level not in above_baseline:
                 continue
             listing = subprocess.run([nm, "-C", "--defined-only", str(obj)], check=True,
                                      capture_output=True, text=True).stdout
             leaks = [line for line in listing.splitlines()
                      if len(line.split()) >= 3 and line.split()[1] in ("W", "V", "u")
-                     and "isa_avx" not in line and "half_avx" not in line
+                     and f"isa_{level}::" not in line and f"half_{level}::" not in line
                      and "__gxx_personality" not in line]
             if leaks:
                 raise RuntimeError(f"{obj} defines shared weak symbols outside its ISA namespace "

@@ -19,12 +19,21 @@ import numpy as np
 import ml_dtypes
 
 from aclnn_cpu._errors import ParamInvalidError, ParamNullptrError, Status, error_for
+from aclnn_cpu._vocabulary import (DLPACK_DTYPES, DTYPE_CODES, MAX_BOOL_ARRAY, MAX_DIMS,
+                                   numpy_dtype)
 
 cnp.import_array()
 
 cdef extern from "aclnn/aclnn_base.h" nogil:
+    # The codes this file uses by name (acl/acl_data_type.h, generated from the vocabulary).
     ctypedef enum aclDataType:
         ACL_DT_UNDEFINED
+        ACL_FLOAT
+        ACL_FLOAT16
+        ACL_DOUBLE
+        ACL_BF16
+        ACL_COMPLEX64
+        ACL_COMPLEX128
     ctypedef enum aclFormat:
         ACL_FORMAT_ND
     aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
@@ -66,40 +75,22 @@ ctypedef struct DLManagedTensor:
     void* manager_ctx
     void (*deleter)(DLManagedTensor*) noexcept
 
+# Dims an array may have on its way to the C validator, which refuses those beyond MAX_DIMS with
+# its own message (NumPy's limit; arrays with more, through DLPack, are refused here).
 DEF MAX_INPUT_DIMS = 64
 cdef int kDLCPU = 1
 
-# aclDataType codes (acl/acl.h)
-cdef int ACL_FLOAT32 = 0, ACL_FLOAT16 = 1, ACL_INT8 = 2, ACL_INT32 = 3, ACL_UINT8 = 4
-cdef int ACL_INT16 = 6, ACL_UINT16 = 7, ACL_UINT32 = 8, ACL_INT64 = 9, ACL_UINT64 = 10
-cdef int ACL_DOUBLE = 11, ACL_BOOL = 12, ACL_COMPLEX64 = 16, ACL_COMPLEX128 = 17, ACL_BF16 = 27
-cdef int ACL_UNDEFINED = -1
-
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+_BFLOAT16 = numpy_dtype("bfloat16")
 
 # numpy dtype -> aclDataType code
-_NUMPY_TO_ACL = {
-    np.dtype(np.float32): ACL_FLOAT32, np.dtype(np.float16): ACL_FLOAT16,
-    np.dtype(np.float64): ACL_DOUBLE, _BFLOAT16: ACL_BF16,
-    np.dtype(np.int8): ACL_INT8, np.dtype(np.int16): ACL_INT16, np.dtype(np.int32): ACL_INT32,
-    np.dtype(np.int64): ACL_INT64, np.dtype(np.uint8): ACL_UINT8, np.dtype(np.uint16): ACL_UINT16,
-    np.dtype(np.uint32): ACL_UINT32, np.dtype(np.uint64): ACL_UINT64, np.dtype(np.bool_): ACL_BOOL,
-    np.dtype(np.complex64): ACL_COMPLEX64, np.dtype(np.complex128): ACL_COMPLEX128,
-}
+_NUMPY_TO_ACL = {numpy_dtype(name): code for name, code in DTYPE_CODES.items()}
 
 # DLPack (type code, bits) -> aclDataType code
-_DLPACK_TO_ACL = {
-    (2, 32): ACL_FLOAT32, (2, 16): ACL_FLOAT16, (2, 64): ACL_DOUBLE, (4, 16): ACL_BF16,
-    (0, 8): ACL_INT8, (0, 16): ACL_INT16, (0, 32): ACL_INT32, (0, 64): ACL_INT64,
-    (1, 8): ACL_UINT8, (1, 16): ACL_UINT16, (1, 32): ACL_UINT32, (1, 64): ACL_UINT64,
-    (6, 8): ACL_BOOL, (5, 64): ACL_COMPLEX64, (5, 128): ACL_COMPLEX128,
-}
+_DLPACK_TO_ACL = {DLPACK_DTYPES[name]: code for name, code in DTYPE_CODES.items()}
 
-# torch dtype names -> numpy dtypes, for dtype_of() on DLPack producers
-_TORCH_TO_NUMPY = {
-    "torch.float32": np.dtype(np.float32), "torch.float16": np.dtype(np.float16),
-    "torch.bfloat16": _BFLOAT16, "torch.float64": np.dtype(np.float64),
-}
+# torch dtype names -> numpy dtypes, for dtype_of() on DLPack producers (torch's names are ours;
+# NumPy has no bfloat16 of its own to convert a torch.bfloat16 tensor to)
+_TORCH_TO_NUMPY = {f"torch.{name}": numpy_dtype(name) for name in DTYPE_CODES}
 
 
 cdef inline object _invalid(str message):
@@ -151,7 +142,7 @@ cdef class IntArrayArg:
 cdef int _make_tensor(TensorArg arg, str name, int acl_dtype, int ndim, const int64_t* shape,
                       const int64_t* strides, void* data, bint read_only) except -1:
     if ndim > MAX_INPUT_DIMS:
-        raise _invalid(f"{name}: {ndim} dims; at most 8 are supported")
+        raise _invalid(f"{name}: {ndim} dims; at most {MAX_DIMS} are supported")
     arg.ptr = aclCreateTensor(shape, ndim, <aclDataType>acl_dtype, strides, 0, ACL_FORMAT_ND,
                               shape, ndim, data)
     if arg.ptr == NULL:
@@ -166,21 +157,21 @@ cdef object _BFLOAT16_DESCR = _BFLOAT16  # ml_dtypes registers one descriptor, s
 
 cdef inline int _common_acl_dtype(cnp.ndarray arr):
     """The aclDataType of a native-order float32, float16, float64 or bfloat16 array read from
-    its descriptor in C, else ACL_UNDEFINED. The dtype attribute, its isnative and the table
+    its descriptor in C, else ACL_DT_UNDEFINED. The dtype attribute, its isnative and the table
     lookup took about a tenth of a tiny GridSampler call (five tensors)."""
     if not cnp.PyArray_ISNOTSWAPPED(arr):
-        return ACL_UNDEFINED
+        return ACL_DT_UNDEFINED
     cdef object descr = <object><void*>cnp.PyArray_DESCR(arr)
     if descr is _BFLOAT16_DESCR:
         return ACL_BF16
     cdef int type_num = (<cnp.dtype>descr).type_num
     if type_num == cnp.NPY_FLOAT32:
-        return ACL_FLOAT32
+        return ACL_FLOAT
     if type_num == cnp.NPY_FLOAT16:
         return ACL_FLOAT16
     if type_num == cnp.NPY_FLOAT64:
         return ACL_DOUBLE
-    return ACL_UNDEFINED
+    return ACL_DT_UNDEFINED
 
 
 cdef int _from_numpy(TensorArg arg, cnp.ndarray arr, str name, bint is_output) except -1:
@@ -192,14 +183,14 @@ cdef int _from_numpy(TensorArg arg, cnp.ndarray arr, str name, bint is_output) e
     cdef Py_ssize_t itemsize = cnp.PyArray_ITEMSIZE(arr)
     cdef int i
     cdef int acl_dtype = _common_acl_dtype(arr)
-    if acl_dtype == ACL_UNDEFINED:  # not one of the usual three: the dtype object and the table
+    if acl_dtype == ACL_DT_UNDEFINED:  # not one of the usual three: the dtype object and the table
         dtype = arr.dtype
         if not dtype.isnative:
             raise _invalid(f"{name}: byte order of dtype {dtype.str} is not native; convert with "
                            f"arr.astype(arr.dtype.newbyteorder('='))")
-        acl_dtype = _NUMPY_TO_ACL.get(dtype, ACL_UNDEFINED)
+        acl_dtype = _NUMPY_TO_ACL.get(dtype, ACL_DT_UNDEFINED)
     if ndim > MAX_INPUT_DIMS:
-        raise _invalid(f"{name}: {ndim} dims; at most 8 are supported")
+        raise _invalid(f"{name}: {ndim} dims; at most {MAX_DIMS} are supported")
     if itemsize > 0 and (<uintptr_t>cnp.PyArray_DATA(arr)) % itemsize != 0:
         raise _invalid(f"{name}: data pointer is not aligned to its {itemsize}-byte elements")
     for i in range(ndim):
@@ -241,10 +232,10 @@ cdef int _from_dlpack(TensorArg arg, object obj, str name) except -1:
     if t.device.device_type != kDLCPU:
         raise _invalid(f"{name}: DLPack device type {t.device.device_type} is not the CPU")
     if t.ndim > MAX_INPUT_DIMS:
-        raise _invalid(f"{name}: {t.ndim} dims; at most 8 are supported")
-    acl_dtype = _DLPACK_TO_ACL.get((t.dtype.code, t.dtype.bits), ACL_UNDEFINED)
+        raise _invalid(f"{name}: {t.ndim} dims; at most {MAX_DIMS} are supported")
+    acl_dtype = _DLPACK_TO_ACL.get((t.dtype.code, t.dtype.bits), ACL_DT_UNDEFINED)
     if t.dtype.lanes != 1:
-        acl_dtype = ACL_UNDEFINED
+        acl_dtype = ACL_DT_UNDEFINED
     if t.strides != NULL:
         for i in range(t.ndim):
             strides[i] = t.strides[i]
@@ -392,7 +383,7 @@ cdef BoolArrayArg bool_array_arg(object values, str name):
     """The aclBoolArray for a sequence of bools (NULL for None); each entry as flag_value takes
     it, and a string is not a sequence of bools."""
     cdef BoolArrayArg arg = BoolArrayArg.__new__(BoolArrayArg)
-    cdef cbool flags[64]
+    cdef cnp.ndarray holder
     cdef Py_ssize_t i, n
     if values is None:
         return arg
@@ -407,11 +398,10 @@ cdef BoolArrayArg bool_array_arg(object values, str name):
         if items[i] is None:
             raise _invalid(f"{name}: entry {i} is {raw[i]!r}, not a bool")
     n = len(items)
-    if n > 64:
+    if n > MAX_BOOL_ARRAY:
         raise _invalid(f"{name}: {n} entries is too many")
-    for i in range(n):
-        flags[i] = items[i]
-    arg.ptr = aclCreateBoolArray(flags, n)
+    holder = np.array(items, dtype=np.bool_)  # one byte per flag, as C++'s bool
+    arg.ptr = aclCreateBoolArray(<const cbool*>cnp.PyArray_DATA(holder), n)
     if arg.ptr == NULL:
         raise_for_status(Status.ERR_PARAM_INVALID)
     return arg

@@ -31,6 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from aclnn_cpu import bench_repeat
+from aclnn_cpu._vocabulary import numpy_dtype
 
 DTYPES = ("float32", "float16", "bfloat16")
 SHORT_DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -141,11 +142,7 @@ SUITE: List[Case] = [
 # Dtypes and data
 
 def np_dtype(name: str) -> np.dtype:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    return numpy_dtype(name)  # ml_dtypes.bfloat16 for bfloat16
 
 
 def _torch_dtype(torch, name: str):

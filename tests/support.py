@@ -1,10 +1,11 @@
 """Helpers for tests: dtypes, rounding, strided layouts, tolerances."""
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+from aclnn_cpu._vocabulary import numpy_dtype
+
+BFLOAT16 = numpy_dtype("bfloat16")  # ml_dtypes.bfloat16
 
 # Unit roundoff (half an ulp at 1.0) of each storage dtype.
 UNIT_ROUNDOFF = {

@@ -6,12 +6,11 @@ comparisons, selects and shuffles element by element, silently: GridSampler's co
 were 8-lane double vectors, one AVX-512 register, and on an AVX2-only Zen 3 their masks went
 through scalar compares and `setcc`, 39% of an RGB warp's time (the call took 2.1x its time
 after the fix). `-Wvector-operation-performance` names every such expansion; this test compiles
-each per-ISA source at every level the build compiles (the flags of setup.py's ISA_LEVELS) and
+each per-ISA source at every level the build compiles (the declared levels' flags, as setup.py compiles them) and
 requires none. (-O1: the lowering pass and the always-inline helpers are the same as at -O3.)
 """
 from __future__ import annotations
 
-import ast
 import os
 import platform
 import shutil
@@ -20,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from aclnn_cpu._vocabulary import ISA_FLAGS, ISA_LEVELS, ISA_MACROS
 
 ROOT = Path(__file__).resolve().parents[1]
 CXX = shutil.which("g++")
@@ -31,20 +32,15 @@ def is_gcc(cxx: str) -> bool:
 
 
 def isa_levels() -> list[tuple[str, int, list[str]]]:
-    """setup.py's ISA_LEVELS (its assignment and the x86-64 additions), read from its syntax tree."""
-    levels = []
-    for node in ast.walk(ast.parse((ROOT / "setup.py").read_text())):
-        if isinstance(node, (ast.Assign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == "ISA_LEVELS" for t in targets):
-                levels += ast.literal_eval(node.value)
-    assert levels and levels[0][1] == 0, "setup.py's ISA_LEVELS start with the baseline"
-    return levels
+    """(name, ACLNN_ISA_LEVEL, flags) of the levels setup.py compiles here: the declared ones
+    (aclnn_cpu._vocabulary), the baseline alone off x86-64."""
+    levels = [(name, value, list(ISA_FLAGS[name])) for value, name in enumerate(ISA_LEVELS)]
+    return levels if platform.machine().lower() in ("x86_64", "amd64") else levels[:1]
 
 
 def sources_and_flags() -> list[tuple[Path, list[str]]]:
-    levels = [lvl for lvl in isa_levels() if lvl[1] == 0 or platform.machine().lower() in ("x86_64", "amd64")]
-    have = [f"-DACLNN_HAVE_{name.upper()}" for name, value, _ in levels if value > 0]
+    levels = isa_levels()
+    have = [f"-D{ISA_MACROS[name]}" for name, _, _ in levels if ISA_MACROS[name]]
     jobs = []
     for src in sorted((ROOT / "runtime").glob("*.cpp")) + sorted((ROOT / "runtime" / "generated").glob("*.cpp")):
         jobs.append((src, have))

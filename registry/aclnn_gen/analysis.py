@@ -9,8 +9,7 @@ from .exprs import display_expr
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
                     Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
 
-MAX_DIMS = 8  # aclnn_cpu::kMaxDims
-MAX_INT_ARRAY = 64  # aclnn_cpu::kMaxIntArray
+from .vocabulary import MAX_DIMS, MAX_INT_ARRAY  # aclnn_cpu::kMaxDims, kMaxIntArray
 
 
 def banner_source(ops_or_op) -> str:
@@ -204,7 +203,8 @@ def structure_position(op: Op) -> int:
 
 
 def implicit_rank_tensors(op: Op) -> List[str]:
-    """Tensors no unconditional declared rule limits to <= 8 dims: they get the implicit rule."""
+    """Tensors no unconditional declared rule limits to <= MAX_DIMS dims: they get the implicit
+    rule."""
     covered = set()
     for rule in op.rules:
         if rule.when is not None:
@@ -219,11 +219,11 @@ IMPLICIT_RULES = (
     ("first", 161002, "every bool array has its declared size (its flags decide which outputs "
                       "are required)"),
     ("first", 161001, "every scalar and integer array param is non-null, unless optional"),
-    ("first", 161002, "every integer array has at most 64 integers"),
+    ("first", 161002, f"every integer array has at most {MAX_INT_ARRAY} integers"),
     ("structure", 161002, "every present tensor is addressable: dims >= 0, element count, byte "
                           "size and byte extent within int64, data non-null when it has elements "
                           "(checked right after the leading not_null rules)"),
-    ("implicit", 161002, "every tensor has at most 8 dims (when no declared rule says so)"),
+    ("implicit", 161002, f"every tensor has at most {MAX_DIMS} dims (when no declared rule says so)"),
     ("implicit", 161002, "every present output is writable (not marked read-only)"),
     ("implicit", 161002, "no present output writes one memory location twice (zero or aliasing "
                          "strides)"),

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from .analysis import (PHASE2_PARAMS, banner, describe_rule, effective_dtypes, handle_checks,
-                       kind_label, phase1_params, prototype)
+from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, describe_rule, effective_dtypes,
+                       handle_checks, kind_label, phase1_params, prototype)
 from .model import Op
 from .naming import header_guard
 from .text import block_comment_safe, wrap
@@ -58,7 +58,7 @@ def emit(op: Op) -> Tuple[str, str]:
         if rule.doc:
             text += f" [{rule.doc}]"
         doc += wrap(f"{rule.status_code}: {text}", 96, " *   ", " *     ")
-    doc += wrap("161002: the checks every op shares (layout within int64, at most 8 dims, "
+    doc += wrap(f"161002: the checks every op shares (layout within int64, at most {MAX_DIMS} dims, "
                 "outputs writable and overlapping nothing; see docs/ops.md).", 96,
                 " *   ", " *     ")
     doc += wrap("561000 (ACLNN_ERR_INNER): out of memory or an internal error.", 96,

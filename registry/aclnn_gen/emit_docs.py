@@ -7,6 +7,7 @@ from .analysis import (IMPLICIT_RULES, PHASE2_PARAMS, banner, describe_rule, eff
                        handle_checks, kind_label, phase1_params, prototype)
 from .emit_cython import py_literal
 from .model import Op
+from .vocabulary import numpy_names
 
 PATH = "docs/ops.md"
 
@@ -91,9 +92,10 @@ def _op_section(op: Op) -> List[str]:
         heading = "### Example (from the document)" if op.source else "### Example"
         out += [heading, "", "```python", "import numpy as np",
                 "import aclnn_cpu", ""]
-        np_dtype = "ml_dtypes.bfloat16" if ex.dtype == "bfloat16" else f"np.{ex.dtype}"
-        if ex.dtype == "bfloat16":
-            out.insert(out.index("import aclnn_cpu"), "import ml_dtypes")
+        module, attribute = numpy_names()[ex.dtype]  # ("ml_dtypes", "bfloat16") for bf16
+        np_dtype = f"np.{attribute}" if module == "numpy" else f"{module}.{attribute}"
+        if module != "numpy":
+            out.insert(out.index("import aclnn_cpu"), f"import {module}")
         for name, tensor in ex.inputs:
             data = ", ".join(_number(v) for v in tensor.data)
             out.append(f"{py[name]} = np.array([{data}], dtype={np_dtype}).reshape"

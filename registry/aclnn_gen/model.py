@@ -8,34 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Tuple, Union
 
+from . import vocabulary
+
 # ---- vocabularies -------------------------------------------------------------------------------
 
-# Product lines the documents name, in the order of aclnn_cpu::Product (product.h).
-PRODUCTS = ("atlas_training", "atlas_a2", "atlas_inference")
-PRODUCT_ENUM = {
-    "atlas_training": "Product::AtlasTraining",
-    "atlas_a2": "Product::AtlasA2",
-    "atlas_inference": "Product::AtlasInference",
-}
-
-# dtype names accepted in dtype_sets / examples -> aclnn_cpu::DType enumerator (tensor_view.h).
-DTYPES = {
-    "float32": "DType::Float32",
-    "float16": "DType::Float16",
-    "bfloat16": "DType::BFloat16",
-    "float64": "DType::Float64",
-    "int8": "DType::Int8",
-    "int16": "DType::Int16",
-    "int32": "DType::Int32",
-    "int64": "DType::Int64",
-    "uint8": "DType::UInt8",
-    "uint16": "DType::UInt16",
-    "uint32": "DType::UInt32",
-    "uint64": "DType::UInt64",
-    "bool": "DType::Bool",
-    "complex64": "DType::Complex64",
-    "complex128": "DType::Complex128",
-}
+# Product lines and dtype names the YAMLs may use (declared in vocabulary.py), with their C++
+# enumerators: aclnn_cpu::Product and aclnn_cpu::DType (include/aclnn_cpu/vocabulary.h).
+PRODUCTS = tuple(p.name for p in vocabulary.PRODUCTS)
+PRODUCT_ENUM = {p.name: f"Product::{p.enum}" for p in vocabulary.PRODUCTS}
+DTYPES = {d.name: f"DType::{d.enum}" for d in vocabulary.DTYPES}
 
 PARAM_KINDS = ("input", "output", "int64", "double", "bool", "scalar", "int_array", "bool_array")
 TENSOR_KINDS = ("input", "output")
@@ -161,7 +142,7 @@ class NotNull(TensorListRule):
 
 @dataclass(frozen=True)
 class MaxRank(TensorListRule):
-    rank: int = 8
+    rank: int = vocabulary.MAX_DIMS
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from aclnn_cpu._vocabulary import DTYPE_CODES  # aclDataType values (acl/acl.h)
 from support import np_dtype
 
-# aclDataType values (acl/acl.h).
-DTYPE_CODES = {"float32": 0, "float16": 1, "int32": 3, "int64": 9, "float64": 11, "bfloat16": 27}
 OUTPUT_SENTINEL = 0x5A   # every byte of an output's storage before the call
 
 
