@@ -6,7 +6,9 @@ summary, description, source (the CANN document, by name), yaml, products, dtype
 py_name, kind, optional, mask, default, has_default, doc, dtypes per product for tensors,
 size for bool arrays, alloc for outputs), python_kwargs, rules (index, kind, status,
 params, summary, doc, message, when, line, kind-specific fields) and example (dtype,
-inputs {py_name: {shape, data}}, attributes {py_name: value})."""
+inputs {py_name: {shape, data}}, attributes {py_name: value}) and benchmark (None or
+the bench's name, aliases, order, targets, attributes, inputs, moved, describe, peer
+and cases: registry/README.md, "Benchmark")."""
 
 STATUS_NAMES = {161001: 'nullptr', 161002: 'invalid'}
 
@@ -336,6 +338,130 @@ OPS = (
                 'align_corners': False,
                 'output_mask': (True, True),
             },
+        },
+        'benchmark': {
+            'name': 'grid_sampler',
+            'aliases': [
+                'grid_sampler',
+                'grid_sampler2d',
+                'gridsampler',
+                'grid',
+                'grid_sampler2d_backward',
+                'gridsampler2dbackward',
+                'aclnngridsampler2dbackward',
+            ],
+            'order': 4,
+            'targets': {'speedup': 3.0, 'speedup_batch1': 5.0, 'copy_fraction': None},
+            'attributes': {
+                'interpolation_mode': 'mode',
+                'padding_mode': 'padding',
+                'align_corners': 'align',
+                'output_mask': '(True, True)',
+            },
+            'inputs': {
+                'input': 'normal((N, C, H, W))',
+                'grid': 'warp_grid(N, Ho, Wo, align)',
+                'grad_output': 'normal((N, C, Ho, Wo))',
+            },
+            'moved': 'grad_output.size + (1 if interpolation_mode == 1 else 2) * input.size + 2 * grid.size',
+            'describe': "N{N} C{C} {H}x{W}->{Ho}x{Wo} {('bilinear', 'nearest', 'bicubic')[mode]}/{('zeros', 'border', 'reflection')[padding]}",
+            'peer': {
+                'prepare': {'kernel': 'torch.ops.aten.grid_sampler_2d_backward', 'mask': 'list(output_mask)'},
+                'call': 'kernel(grad_output, input, grid, interpolation_mode, padding_mode, align_corners, mask)',
+                'crash_prone': ['float16', 'bfloat16'],
+            },
+            'cases': [
+                {
+                    'label': 'warp b1',
+                    'params': {
+                        'N': 1,
+                        'C': 256,
+                        'H': 64,
+                        'W': 64,
+                        'Ho': 128,
+                        'Wo': 128,
+                        'mode': 0,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'warp b32',
+                    'params': {
+                        'N': 32,
+                        'C': 32,
+                        'H': 64,
+                        'W': 64,
+                        'Ho': 64,
+                        'Wo': 64,
+                        'mode': 0,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'warp b32 nearest',
+                    'params': {
+                        'N': 32,
+                        'C': 32,
+                        'H': 64,
+                        'W': 64,
+                        'Ho': 64,
+                        'Wo': 64,
+                        'mode': 1,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'warp b32 bicubic',
+                    'params': {
+                        'N': 32,
+                        'C': 32,
+                        'H': 64,
+                        'W': 64,
+                        'Ho': 64,
+                        'Wo': 64,
+                        'mode': 2,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'image warp RGB b4',
+                    'params': {
+                        'N': 4,
+                        'C': 3,
+                        'H': 224,
+                        'W': 224,
+                        'Ho': 224,
+                        'Wo': 224,
+                        'mode': 0,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {
+                        'N': 1,
+                        'C': 4,
+                        'H': 8,
+                        'W': 8,
+                        'Ho': 8,
+                        'Wo': 8,
+                        'mode': 0,
+                        'padding': 0,
+                        'align': False,
+                    },
+                    'suites': ['smoke'],
+                },
+            ],
         },
     },
     {
@@ -739,6 +865,61 @@ OPS = (
             },
             'attributes': {'N': 2, 'C': 3, 'HxW': 4, 'group': 1, 'output_mask': (True, True, True)},
         },
+        'benchmark': {
+            'name': 'group_norm',
+            'aliases': [
+                'group_norm',
+                'groupnorm',
+                'gn',
+                'group_norm_backward',
+                'groupnormbackward',
+                'aclnngroupnormbackward',
+            ],
+            'order': 2,
+            'targets': {'speedup': 1.5, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {'N': 'N', 'C': 'C', 'HxW': 'H * W', 'group': 'G', 'output_mask': '(True, True, True)'},
+            'inputs': {
+                'input': 'normal((N, C, H, W), 1.5, 0.3)',
+                'grad_out': 'normal((N, C, H, W))',
+                'gamma': 'normal((C,), 0.1, 1.0)',
+                'mean': 'input.astype(np.float32).reshape(N, G, -1).mean(axis=2, dtype=np.float64)',
+                'rstd': '1.0 / np.sqrt(input.astype(np.float32).reshape(N, G, -1).var(axis=2, dtype=np.float64) + 1e-5)',
+            },
+            'moved': None,
+            'describe': 'N{N} C{C} {H}x{W} G{G}',
+            'peer': {
+                'prepare': {'kernel': 'torch.ops.aten.native_group_norm_backward', 'mask': 'list(output_mask)'},
+                'call': 'kernel(grad_out, input, mean, rstd, gamma, N, C, HxW, group, mask)',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'SD UNet 64x64 b8',
+                    'params': {'N': 8, 'C': 320, 'H': 64, 'W': 64, 'G': 32},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'SD UNet 32x32 b2',
+                    'params': {'N': 2, 'C': 640, 'H': 32, 'W': 32, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'SD UNet 16x16 b2',
+                    'params': {'N': 2, 'C': 1280, 'H': 16, 'W': 16, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'VAE decoder b1',
+                    'params': {'N': 1, 'C': 128, 'H': 256, 'W': 256, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {'N': 2, 'C': 8, 'H': 4, 'W': 4, 'G': 2},
+                    'suites': ['smoke'],
+                },
+            ],
+        },
     },
     {
         'name': 'aclnnPreluBackward',
@@ -939,6 +1120,76 @@ OPS = (
             },
             'attributes': {},
         },
+        'benchmark': {
+            'name': 'prelu',
+            'aliases': ['prelu', 'prelu_backward', 'prelubackward', 'aclnnprelubackward'],
+            'order': 1,
+            'targets': {'speedup': 3.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {},
+            'inputs': {
+                'self': 'normal(shape)',
+                'grad_output': 'normal(shape)',
+                'weight': "normal(((shape[1] if len(shape) >= 2 else 1) if weight == 'channel' else 1,), 0.05, 0.25)",
+            },
+            'moved': None,
+            'describe': '{list(shape)} w={weight}',
+            'peer': {
+                'prepare': {
+                    'kernel': 'torch.ops.aten._prelu_kernel_backward',
+                    'weight': 'weight.reshape((weight.numel(),) + (1,) * (self.dim() - 2)) if weight.numel() > 1 and self.dim() >= 2 else weight',
+                    'finish': 'lambda grads: (grads[0], grads[1].sum_to_size(weight.shape).reshape(-1))',
+                },
+                'call': 'finish(kernel(grad_output, self, weight))',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'per-channel b32',
+                    'params': {'shape': (32, 64, 56, 56), 'weight': 'channel'},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'scalar weight b32',
+                    'params': {'shape': (32, 64, 56, 56), 'weight': 'scalar'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'ResNet stem b1',
+                    'params': {'shape': (1, 64, 112, 112), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'ResNet layer3 b1',
+                    'params': {'shape': (1, 1024, 14, 14), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'ResNet layer3 b32',
+                    'params': {'shape': (32, 1024, 14, 14), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'UNet decoder b1',
+                    'params': {'shape': (1, 64, 256, 256), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'UNet mid b32',
+                    'params': {'shape': (32, 128, 64, 64), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'MLP features b256',
+                    'params': {'shape': (256, 1024), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {'shape': (2, 4, 8, 8), 'weight': 'channel'},
+                    'suites': ['smoke'],
+                },
+            ],
+        },
     },
     {
         'name': 'aclnnSoftmaxBackward',
@@ -1121,6 +1372,53 @@ OPS = (
                 'output': {'shape': [4, 2], 'data': [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 3.0, 3.0]},
             },
             'attributes': {'dim': 0},
+        },
+        'benchmark': {
+            'name': 'softmax',
+            'aliases': ['softmax', 'softmax_backward', 'softmaxbackward', 'aclnnsoftmaxbackward'],
+            'order': 3,
+            'targets': {'speedup': 1.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {'dim': 'dim'},
+            'inputs': {
+                'logits': 'normal(shape, 2.0)',
+                'output': 'softmax(logits, dim)',
+                'grad_output': 'normal(shape)',
+            },
+            'moved': None,
+            'describe': '{list(shape)} dim={dim}',
+            'peer': {
+                'prepare': {'kernel': 'torch._softmax_backward_data'},
+                'call': 'kernel(grad_output, output, dim, torch_dtype)',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'attention BERT b8',
+                    'params': {'shape': (96, 128, 128), 'dim': -1},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'attention L512 b4',
+                    'params': {'shape': (32, 512, 512), 'dim': -1},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'logits b32',
+                    'params': {'shape': (32, 1000), 'dim': -1},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'logits b256',
+                    'params': {'shape': (256, 1000), 'dim': -1},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'inner dim',
+                    'params': {'shape': (32, 128, 1024), 'dim': 1},
+                    'suites': ['full'],
+                },
+                {'label': 'tiny', 'params': {'shape': (4, 32), 'dim': -1}, 'suites': ['smoke']},
+            ],
         },
     },
 )

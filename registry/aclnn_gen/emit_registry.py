@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from . import model
+from . import benchmark, model
 from .analysis import banner, describe_rule, effective_dtypes
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NumelEquals, Op,
                     RankEquals, Rule, ShapeEquals, ValueIn)
@@ -144,6 +144,7 @@ def op_entry(op: Op) -> dict:
                           for k in op.python_kwargs],
         "rules": [_rule_entry(op, i + 1, r) for i, r in enumerate(op.rules)],
         "example": example,
+        "benchmark": benchmark.entry(op),
     }
 
 
@@ -156,7 +157,9 @@ def emit(ops: List[Op]) -> Tuple[str, str]:
            "py_name, kind, optional, mask, default, has_default, doc, dtypes per product for tensors,",
            "size for bool arrays, alloc for outputs), python_kwargs, rules (index, kind, status,",
            "params, summary, doc, message, when, line, kind-specific fields) and example (dtype,",
-           'inputs {py_name: {shape, data}}, attributes {py_name: value})."""',
+           'inputs {py_name: {shape, data}}, attributes {py_name: value}) and benchmark (None or',
+           "the bench's name, aliases, order, targets, attributes, inputs, moved, describe, peer",
+           'and cases: registry/README.md, "Benchmark")."""',
            "",
            f"STATUS_NAMES = {_inline({v: k for k, v in model.STATUS_CODES.items()})}",
            ""]

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from . import benchmark as bench_section
 from . import model
 from .exprs import (CPP_ALLOWED_NAMES, Placeholder, cpp_calls, cpp_identifiers, parse_template,
                     unbalanced)
@@ -58,7 +59,8 @@ ALLOC_ALLOWED_NAMES = frozenset({"shape_of", "dtype_of", "prod", "len", "tuple",
 
 TOP_KEYS = {"name": True, "python": True, "kernel": True, "source": False, "summary": True,
             "description": False, "products": True, "dtype_sets": True, "params": True,
-            "python_kwargs": False, "rules": True, "example": False}
+            "python_kwargs": False, "rules": True, "example": False,
+            "benchmark": False}
 PARAM_KEYS = {"name": True, "kind": True, "doc": False, "optional": False, "mask": False,
               "py": False, "default": False, "size": False, "alloc": False}
 ALLOC_KEYS = {"shape": True, "dtype": True, "layout": False}
@@ -230,10 +232,13 @@ class _OpReader:
         rules = self._rules(top["rules"][1], dtype_sets)
         self._check_coverage(rules)
         example = self._example(top["example"][1]) if "example" in top else None
+        benchmark = None
+        if "benchmark" in top:
+            benchmark = bench_section.BenchmarkReader(f, self.params, kwargs).read(top["benchmark"][1], python)
         return Op(name=name, python=python, kernel=kernel, source=source, summary=summary.strip(),
                   description=description.strip(), products=products, dtype_sets=dtype_sets,
                   params=tuple(self.params), python_kwargs=kwargs, rules=rules, example=example,
-                  path=self.f.path, snake=snake,
+                  path=self.f.path, snake=snake, benchmark=benchmark,
                   key_lines=tuple((key, top[key][1].start_mark.line + 1)
                                   for key in ("name", "python", "kernel")))
 
@@ -892,4 +897,6 @@ def load_registry(root: Path, registry_dir: str = "registry") -> List[Op]:
                                     f"{label} '{value}' is already declared in {seen[tag]}")
             seen[tag] = f"{display}:{lines.get(key, 1)}"
         ops.append(op)
+    bench_section.check_bench_names(
+        ops, lambda op, message: RegistryError(op.path, op.benchmark.line, message))
     return ops

@@ -6,7 +6,10 @@ re-parses YAML and every later complaint can still point at `registry/<op>.yaml:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
+from typing import TYPE_CHECKING, Optional, Tuple, Union
+
+if TYPE_CHECKING:  # the benchmark section's model lives beside its reader
+    from .benchmark import Benchmark
 
 from . import vocabulary
 
@@ -243,6 +246,7 @@ class Op:
     snake: str = field(default="")  # softmax_backward (file names)
     # Lines of the name, python and kernel values, for the clashes only load_registry sees.
     key_lines: Tuple[Tuple[str, int], ...] = ()
+    benchmark: Optional["Benchmark"] = None  # the optional `benchmark` section (benchmark.py)
 
     @property
     def c_name(self) -> str:

@@ -6,7 +6,9 @@ summary, description, source (the CANN document, by name), yaml, products, dtype
 py_name, kind, optional, mask, default, has_default, doc, dtypes per product for tensors,
 size for bool arrays, alloc for outputs), python_kwargs, rules (index, kind, status,
 params, summary, doc, message, when, line, kind-specific fields) and example (dtype,
-inputs {py_name: {shape, data}}, attributes {py_name: value})."""
+inputs {py_name: {shape, data}}, attributes {py_name: value}) and benchmark (None or
+the bench's name, aliases, order, targets, attributes, inputs, moved, describe, peer
+and cases: registry/README.md, "Benchmark")."""
 
 STATUS_NAMES = {161001: 'nullptr', 161002: 'invalid'}
 
@@ -397,6 +399,38 @@ OPS = (
                 'self': {'shape': [1, 2], 'data': [0.5, -2.0]},
             },
             'attributes': {'alpha': 0.5, 'dims': (1,), 'mode': 1},
+        },
+        'benchmark': {
+            'name': 'toy',
+            'aliases': ['toy', 'blend', 'toy_blend_backward', 'toyblendbackward', 'aclnntoyblendbackward'],
+            'order': 7,
+            'targets': {'speedup': 2.0, 'speedup_batch1': 2.5, 'copy_fraction': 0.5},
+            'attributes': {'alpha': '0.5', 'mode': '1 if rows > 8 else 0'},
+            'inputs': {
+                'logits': 'uniform((rows, cols), -3.0, 3.0)',
+                'self': 'softmax(logits, 1)',
+                'grad_out': 'normal((rows, cols), 0.5, 0.1)',
+                'scale': 'normal((cols,)) if scaled else None',
+            },
+            'moved': '3 * self.size',
+            'describe': "{rows}x{cols}{' scaled' if scaled else ''}",
+            'peer': {
+                'prepare': {'mask': 'list(output_mask)'},
+                'call': 'torch.ops.aten.toy(grad_out, self, scale, alpha, mask)',
+                'crash_prone': ['bfloat16'],
+            },
+            'cases': [
+                {
+                    'label': 'wide',
+                    'params': {'rows': 4, 'cols': 1024, 'scaled': True},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {'rows': 2, 'cols': 3, 'scaled': False},
+                    'suites': ['smoke'],
+                },
+            ],
         },
     },
 )
