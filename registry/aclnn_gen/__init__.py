@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Union
 
 from . import (emit_args_header, emit_c_header, emit_cython, emit_docs, emit_entry,
-               emit_registry, emit_vocabulary, vocabulary)
+               emit_op_table, emit_registry, emit_vocabulary, vocabulary)
 from .loader import RegistryError, load_op, load_registry
 from .model import Op
 from .writer import Outcome, sync
@@ -20,7 +20,7 @@ __all__ = ["RegistryError", "generate", "render", "load_registry", "load_op", "O
 
 PER_OP_EMITTERS = (emit_c_header, emit_args_header, emit_entry)
 ALL_OPS_EMITTERS = (emit_cython.emit_pyx, emit_cython.emit_pyi, emit_registry.emit,
-                    emit_docs.emit)
+                    emit_docs.emit, emit_op_table.emit)
 
 
 def render(ops: List[Op]) -> Dict[str, str]:

@@ -121,11 +121,10 @@ class BenchmarkReader:
         except SyntaxError as exc:
             raise self.err(node, f"{what} is not a Python {'f-string body' if template else 'expression'}: "
                                  f"{exc.msg}") from None
-        allowed = set(allowed)
+        allowed = list(dict.fromkeys(allowed))
         for name in sorted(names_in(tree)):
             if name not in allowed and name not in BUILTINS:
-                raise self.err(node, f"{what} uses unknown name '{name}' "
-                                     f"(names: {', '.join(n for n in allowed)})")
+                raise self.err(node, f"{what} uses unknown name '{name}' (names: {', '.join(allowed)})")
         return text.strip()
 
     def number(self, node: Node, what: str) -> float:

@@ -40,6 +40,17 @@ def test_golden_fixture_entry_point_compiles():
 
 
 @pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+def test_golden_op_table_compiles_and_names_every_param(tmp_path):
+    # The fixture op has a param of every kind: each one's accessor is called in its C place.
+    use = tmp_path / "use_table.cpp"
+    use.write_text('#include "aclnn/aclnn_cpu_op_table.h"\n'
+                   'static_assert(sizeof(aclnn_cpu_op_table::kOps) / sizeof(aclnn_cpu_op_table::kOps[0]) == 1);\n'
+                   'int main() { return aclnn_cpu_op_table::find_op("ToyBlendBackward") == nullptr; }\n')
+    result = compile_cpp([use], [GOLDEN / "include", ROOT / "include"])
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 def test_public_headers_compile_as_c_and_cpp(tmp_path):
     cc = shutil.which("gcc") or shutil.which("cc")
     for header in sorted((ROOT / "include" / "aclnnop").glob("*.h")):

@@ -44,7 +44,7 @@ rules:
 FILE = "registry/mini_backward.yaml"
 PARAM_KEYS = "name, kind, doc, optional, mask, py, default, size, alloc"
 TOP_KEYS = ("name, python, kernel, source, summary, description, products, dtype_sets, params, "
-            "python_kwargs, rules, example")
+            "python_kwargs, rules, example, benchmark")
 RULE_KINDS = ("not_null, max_rank, rank, dtype_in, same_dtype, same_shape, shape_equals, "
               "numel_equals, broadcasts_to, dim_equals, value_in, check")
 DTYPES = ("float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, uint16, uint32, "
