@@ -10,6 +10,9 @@ case (op, shape, dtype, thread count) it times three things in alternation, roun
 Each sample runs an adaptive number of calls so that it lasts at least ``--min-time``; the report
 gives medians over the rounds, the speed-up torch/ours, the bandwidth achieved as a fraction of
 the copy's, and pass/miss against the targets of docs/performance.md. torch is optional.
+
+The ops, their cases, inputs, PyTorch calls and targets come from the `benchmark` section of
+each op's registry entry (registry/README.md, "Benchmark"; aclnn_cpu/bench_cases.py).
 """
 from __future__ import annotations
 
@@ -31,31 +34,15 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from aclnn_cpu import bench_repeat
-from aclnn_cpu._vocabulary import numpy_dtype
+from aclnn_cpu.bench_cases import (BATCH1_TARGET, BY_NAME, COPY_FRACTION_TARGET, DTYPES, OP_ALIASES, OPS,
+                                   SPEEDUP_TARGET, STREAMING_OPS, SUITE, TORCH_CRASH_PRONE, Case,
+                                   generate, moved_elements, np_dtype, peer_callable,
+                                   peer_outputs, smallest_call)
 
-DTYPES = ("float32", "float16", "bfloat16")
 SHORT_DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-OPS = ("prelu", "group_norm", "softmax", "grid_sampler")
-OP_ALIASES = {
-    "prelu": "prelu", "prelu_backward": "prelu", "aclnnprelubackward": "prelu",
-    "group_norm": "group_norm", "groupnorm": "group_norm", "gn": "group_norm",
-    "group_norm_backward": "group_norm", "aclnngroupnormbackward": "group_norm",
-    "softmax": "softmax", "softmax_backward": "softmax", "aclnnsoftmaxbackward": "softmax",
-    "grid_sampler": "grid_sampler", "grid_sampler2d": "grid_sampler", "gridsampler": "grid_sampler",
-    "grid": "grid_sampler", "grid_sampler2d_backward": "grid_sampler",
-    "aclnngridsampler2dbackward": "grid_sampler",
-}
 DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "f32": "float32", "float": "float32",
                  "float16": "float16", "fp16": "float16", "f16": "float16", "half": "float16",
                  "bfloat16": "bfloat16", "bf16": "bfloat16"}
-
-# Speed-up (torch time / ours) each op must reach; every case must at least not be slower.
-SPEEDUP_TARGET = {"prelu": 3.0, "group_norm": 1.5, "softmax": 1.0, "grid_sampler": 3.0}
-GRID_BATCH1_TARGET = 5.0
-# Ops that stream their data once: they should run near the copy bandwidth of the same bytes
-# once the working set no longer fits in the last-level cache.
-STREAMING_OPS = ("prelu", "group_norm", "softmax")
-COPY_FRACTION_TARGET = 0.60
 
 DEFAULT_ROUNDS = 7
 DEFAULT_MIN_TIME = 0.020  # seconds per sample
@@ -66,101 +53,10 @@ ALLOC_POLICY = "ours and torch both allocate their outputs on every call"
 
 def output_policy(allocate: bool) -> str:
     return ALLOC_POLICY if allocate else OUTPUT_POLICY
-MODE_NAMES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
-PAD_NAMES = {0: "zeros", 1: "border", 2: "reflection"}
 
 
 # ----------------------------------------------------------------------------------------------
-# The suite: realistic shapes per op. `suites` says which named suites a case belongs to.
-
-@dataclass(frozen=True)
-class Case:
-    op: str
-    label: str
-    params: Dict
-    suites: Sequence[str] = ("full",)
-
-    @property
-    def batch(self) -> int:
-        p = self.params
-        return int(p["N"]) if "N" in p else int(p["shape"][0])
-
-    def describe(self) -> str:
-        p = self.params
-        if self.op == "prelu":
-            return f"{list(p['shape'])} w={p['weight']}"
-        if self.op == "group_norm":
-            return f"N{p['N']} C{p['C']} {p['H']}x{p['W']} G{p['G']}"
-        if self.op == "softmax":
-            return f"{list(p['shape'])} dim={p['dim']}"
-        return (f"N{p['N']} C{p['C']} {p['H']}x{p['W']}->{p['Ho']}x{p['Wo']} "
-                f"{MODE_NAMES[p['mode']]}/{PAD_NAMES[p['padding']]}")
-
-
-def _grid(N, C, H, W, Ho, Wo, mode=0, padding=0, align=False):
-    return dict(N=N, C=C, H=H, W=W, Ho=Ho, Wo=Wo, mode=mode, padding=padding, align=align)
-
-
-SUITE: List[Case] = [
-    # PReLU: the classic per-channel shape, its scalar-weight twin, ResNet/UNet activations, and
-    # [batch, features] after a linear layer.
-    Case("prelu", "per-channel b32", dict(shape=(32, 64, 56, 56), weight="channel"), ("full", "quick")),
-    Case("prelu", "scalar weight b32", dict(shape=(32, 64, 56, 56), weight="scalar")),
-    Case("prelu", "ResNet stem b1", dict(shape=(1, 64, 112, 112), weight="channel")),
-    Case("prelu", "ResNet layer3 b1", dict(shape=(1, 1024, 14, 14), weight="channel")),
-    Case("prelu", "ResNet layer3 b32", dict(shape=(32, 1024, 14, 14), weight="channel")),
-    Case("prelu", "UNet decoder b1", dict(shape=(1, 64, 256, 256), weight="channel")),
-    Case("prelu", "UNet mid b32", dict(shape=(32, 128, 64, 64), weight="channel")),
-    Case("prelu", "MLP features b256", dict(shape=(256, 1024), weight="channel")),
-    Case("prelu", "tiny", dict(shape=(2, 4, 8, 8), weight="channel"), ("smoke",)),
-    # GroupNorm: Stable-Diffusion-like UNet and VAE shapes, 32 groups.
-    Case("group_norm", "SD UNet 64x64 b8", dict(N=8, C=320, H=64, W=64, G=32), ("full", "quick")),
-    Case("group_norm", "SD UNet 32x32 b2", dict(N=2, C=640, H=32, W=32, G=32)),
-    Case("group_norm", "SD UNet 16x16 b2", dict(N=2, C=1280, H=16, W=16, G=32)),
-    Case("group_norm", "VAE decoder b1", dict(N=1, C=128, H=256, W=256, G=32)),
-    Case("group_norm", "tiny", dict(N=2, C=8, H=4, W=4, G=2), ("smoke",)),
-    # Softmax: attention scores over the last dim, classifier logits, an inner-dim reduction.
-    Case("softmax", "attention BERT b8", dict(shape=(96, 128, 128), dim=-1), ("full", "quick")),
-    Case("softmax", "attention L512 b4", dict(shape=(32, 512, 512), dim=-1)),
-    Case("softmax", "logits b32", dict(shape=(32, 1000), dim=-1)),
-    Case("softmax", "logits b256", dict(shape=(256, 1000), dim=-1), ("full", "quick")),
-    Case("softmax", "inner dim", dict(shape=(32, 128, 1024), dim=1)),
-    Case("softmax", "tiny", dict(shape=(4, 32), dim=-1), ("smoke",)),
-    # GridSampler2D: image-warp grids (identity plus a small displacement).
-    Case("grid_sampler", "warp b1", _grid(1, 256, 64, 64, 128, 128), ("full", "quick")),
-    Case("grid_sampler", "warp b32", _grid(32, 32, 64, 64, 64, 64), ("full", "quick")),
-    Case("grid_sampler", "warp b32 nearest", _grid(32, 32, 64, 64, 64, 64, mode=1)),
-    Case("grid_sampler", "warp b32 bicubic", _grid(32, 32, 64, 64, 64, 64, mode=2)),
-    # RGB images (spatial transformers, augmentation): few channels, so the per-position cost
-    # dominates (docs/kernels/grid_sampler2d_backward.md, "Records and channel blocks").
-    Case("grid_sampler", "image warp RGB b4", _grid(4, 3, 224, 224, 224, 224)),
-    Case("grid_sampler", "tiny", _grid(1, 4, 8, 8, 8, 8), ("smoke",)),
-]
-
-
-# ----------------------------------------------------------------------------------------------
-# Dtypes and data
-
-def np_dtype(name: str) -> np.dtype:
-    return numpy_dtype(name)  # ml_dtypes.bfloat16 for bfloat16
-
-
-def _torch_dtype(torch, name: str):
-    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
-
-
-def _to_torch(torch, arr: np.ndarray, name: str):
-    """A torch tensor with the same values, in memory of its own (so neither side warms the
-    other's caches)."""
-    src = np.ascontiguousarray(arr)
-    if name == "bfloat16":
-        return torch.from_numpy(src.view(np.uint16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(src.copy())
-
-
-def _randn(rng: np.random.Generator, shape, scale=1.0, shift=0.0) -> np.ndarray:
-    return (rng.standard_normal(size=shape, dtype=np.float32) * np.float32(scale) + np.float32(shift))
-
+# One case at one dtype: the op's registry benchmark section made into callables (bench_cases).
 
 @dataclass
 class Prepared:
@@ -172,153 +68,25 @@ class Prepared:
     bytes_moved: int
     elements: int
     ours_alloc: Optional[Callable[[], object]] = None  # allocates its outputs, as torch does
+    batch: int = 1  # first dim of the first input
 
 
-def _prepare_prelu(case, dtype, ac, torch, rng) -> Prepared:
-    shape = tuple(case.params["shape"])
-    dt = np_dtype(dtype)
-    channels = shape[1] if len(shape) >= 2 else 1
-    wshape = (channels,) if case.params["weight"] == "channel" else (1,)
-    x = _randn(rng, shape).astype(dt)
-    go = _randn(rng, shape).astype(dt)
-    w = _randn(rng, wshape, 0.05, 0.25).astype(dt)
-    gi = ac.empty_aligned(shape, dt)
-    gw = np.empty(wshape, dt)
-    numel, wnumel = x.size, w.size
-
-    def ours():
-        return ac.prelu_backward(go, x, w, out=(gi, gw))
-
-    torch_fn = torch_out = None
-    if torch is not None:
-        tx, tgo, tw = (_to_torch(torch, a, dtype) for a in (x, go, w))
-        # As torch.prelu does: a per-channel weight is viewed as [C, 1, ...] to broadcast, and
-        # the weight gradient is reduced back to the weight's shape (part of torch's time).
-        if wnumel > 1 and len(shape) >= 2:
-            tw = tw.reshape((channels,) + (1,) * (len(shape) - 2))
-        kernel = torch.ops.aten._prelu_kernel_backward
-
-        def torch_fn():
-            tgi, tgw = kernel(tgo, tx, tw)
-            return tgi, tgw.sum_to_size(tw.shape).reshape(wshape)
-
-        torch_out = lambda: list(torch_fn())  # noqa: E731
-    return Prepared(ours, torch_fn, lambda: [gi, gw], torch_out,
-                    (3 * numel + 2 * wnumel) * dt.itemsize, numel,
-                    lambda: ac.prelu_backward(go, x, w))
+def _out_argument(outs: List[Optional[np.ndarray]]):
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _prepare_group_norm(case, dtype, ac, torch, rng) -> Prepared:
-    p = case.params
-    N, C, H, W, G = p["N"], p["C"], p["H"], p["W"], p["G"]
-    HxW = H * W
-    dt = np_dtype(dtype)
-    x = _randn(rng, (N, C, H, W), 1.5, 0.3).astype(dt)
-    go = _randn(rng, (N, C, H, W)).astype(dt)
-    gamma = _randn(rng, (C,), 0.1, 1.0).astype(dt)
-    # mean/rstd as the forward pass would have produced them from this very input.
-    groups = x.reshape(N, G, -1).astype(np.float32)
-    mean32 = groups.mean(axis=2, dtype=np.float64)
-    var = groups.var(axis=2, dtype=np.float64)
-    mean = mean32.astype(dt)
-    rstd = (1.0 / np.sqrt(var + 1e-5)).astype(dt)
-    del groups
-    gi = ac.empty_aligned((N, C, H, W), dt)
-    gg = np.empty((C,), dt)
-    gb = np.empty((C,), dt)
-
-    def ours():
-        return ac.group_norm_backward(go, x, mean, rstd, gamma, N, C, HxW, G,
-                                      output_mask=(True, True, True), out=(gi, gg, gb))
-
-    torch_fn = torch_out = None
-    if torch is not None:
-        tx, tgo, tm, tr, tg = (_to_torch(torch, a, dtype) for a in (x, go, mean, rstd, gamma))
-        kernel = torch.ops.aten.native_group_norm_backward
-
-        def torch_fn():
-            return kernel(tgo, tx, tm, tr, tg, N, C, HxW, G, [True, True, True])
-
-        torch_out = lambda: list(torch_fn())  # noqa: E731
-    numel = N * C * HxW
-    return Prepared(ours, torch_fn, lambda: [gi, gg, gb], torch_out,
-                    (3 * numel + 2 * N * G + 3 * C) * dt.itemsize, numel,
-                    lambda: ac.group_norm_backward(go, x, mean, rstd, gamma, N, C, HxW, G))
-
-
-def _prepare_softmax(case, dtype, ac, torch, rng) -> Prepared:
-    shape, dim = tuple(case.params["shape"]), case.params["dim"]
-    dt = np_dtype(dtype)
-    logits = _randn(rng, shape, 2.0)
-    e = np.exp(logits - logits.max(axis=dim, keepdims=True))
-    y = (e / e.sum(axis=dim, keepdims=True)).astype(dt)
-    del e, logits
-    go = _randn(rng, shape).astype(dt)
-    res = ac.empty_aligned(shape, dt)
-
-    def ours():
-        return ac.softmax_backward(go, y, dim, out=res)
-
-    torch_fn = torch_out = None
-    if torch is not None:
-        tgo, ty = _to_torch(torch, go, dtype), _to_torch(torch, y, dtype)
-        tdt = _torch_dtype(torch, dtype)
-        # torch's own binding of the op: through torch.ops.aten the dispatcher's Python layer
-        # added about 2 us a call (8-element call: 3.0 us against 1.2), which flattered small rows.
-        kernel = torch._softmax_backward_data
-
-        def torch_fn():
-            return kernel(tgo, ty, dim, tdt)
-
-        torch_out = lambda: [torch_fn()]  # noqa: E731
-    return Prepared(ours, torch_fn, lambda: [res], torch_out, 3 * y.size * dt.itemsize, y.size,
-                    lambda: ac.softmax_backward(go, y, dim))
-
-
-def _warp_grid(rng, N, Ho, Wo, align) -> np.ndarray:
-    """Identity sampling grid plus a small smooth-ish displacement, a few points off the edge."""
-    def axis(n):
-        if align:
-            return np.linspace(-1.0, 1.0, n, dtype=np.float32) if n > 1 else np.zeros(1, np.float32)
-        return ((2.0 * np.arange(n, dtype=np.float32) + 1.0) / n - 1.0).astype(np.float32)
-    gy, gx = np.meshgrid(axis(Ho), axis(Wo), indexing="ij")
-    base = np.stack([gx, gy], axis=-1)[None]  # [1, Ho, Wo, 2], (x, y) order
-    return (base + _randn(rng, (N, Ho, Wo, 2), 0.05)).astype(np.float32)
-
-
-def _prepare_grid_sampler(case, dtype, ac, torch, rng) -> Prepared:
-    p = case.params
-    N, C, H, W, Ho, Wo = p["N"], p["C"], p["H"], p["W"], p["Ho"], p["Wo"]
-    mode, padding, align = p["mode"], p["padding"], p["align"]
-    dt = np_dtype(dtype)
-    x = _randn(rng, (N, C, H, W)).astype(dt)
-    grid = _warp_grid(rng, N, Ho, Wo, align).astype(dt)
-    go = _randn(rng, (N, C, Ho, Wo)).astype(dt)
-    ig = ac.empty_aligned(x.shape, dt)
-    gg = np.empty(grid.shape, dt)
-
-    def ours():
-        return ac.grid_sampler2d_backward(go, x, grid, mode, padding, align,
-                                          output_mask=(True, True), out=(ig, gg))
-
-    torch_fn = torch_out = None
-    if torch is not None:
-        tx, tgrid, tgo = (_to_torch(torch, a, dtype) for a in (x, grid, go))
-        kernel = torch.ops.aten.grid_sampler_2d_backward
-
-        def torch_fn():
-            return kernel(tgo, tx, tgrid, mode, padding, align, [True, True])
-
-        torch_out = lambda: list(torch_fn())  # noqa: E731
-    # gradOutput and the grid read, inputGrad and gridGrad written, and the input read where the
-    # mode interpolates (nearest has no grid gradient, so its call never reads the input).
-    moved = go.size + (1 if mode == 1 else 2) * x.size + 2 * grid.size
-    return Prepared(ours, torch_fn, lambda: [ig, gg], torch_out, moved * dt.itemsize, go.size,
-                    lambda: ac.grid_sampler2d_backward(go, x, grid, mode, padding, align))
-
-
-PREPARE = {"prelu": _prepare_prelu, "group_norm": _prepare_group_norm,
-           "softmax": _prepare_softmax, "grid_sampler": _prepare_grid_sampler}
+def prepare(case: Case, dtype: str, ac, torch, rng) -> Prepared:
+    """Inputs as the op's benchmark section makes them; ours writes into outputs allocated once
+    (the first on a 64-byte line), torch allocates its own (as it does)."""
+    call = generate(BY_NAME[case.op], case.params, dtype, rng)
+    outs = call.allocate(ac.empty_aligned)
+    fn, args, out = getattr(ac, call.op["python"]), call.python_args(), _out_argument(outs)
+    torch_fn = peer_callable(call, torch, dtype)
+    torch_out = None if torch_fn is None else (lambda: peer_outputs(torch_fn()))
+    first = next(a for a in call.inputs.values() if a is not None)
+    return Prepared(lambda: fn(*args, out=out), torch_fn, lambda: list(outs), torch_out,
+                    moved_elements(call, outs) * np_dtype(dtype).itemsize, first.size,
+                    lambda: fn(*args), int(first.shape[0]) if first.ndim else 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -506,12 +274,6 @@ def _median_ratio(numerators: Sequence[float], denominators: Sequence[float]) ->
     return statistics.median(a / b for a, b in zip(numerators, denominators))
 
 
-# Jobs whose torch call can take the process down. torch 2.13's CPU grid_sampler_2d_backward in
-# fp16/bf16 corrupts the heap now and then: runs of the suite's GridSampler cases calling torch
-# alone (ours never called) aborted in 5 of about 20 processes ("double free or corruption",
-# "munmap_chunk(): invalid pointer", a segmentation fault), and two full bench runs died that
-# way. These jobs run in a child process, so a crash costs a retry, not the run.
-TORCH_CRASH_PRONE = {("grid_sampler", "float16"), ("grid_sampler", "bfloat16")}
 ISOLATION_ATTEMPTS = 3
 
 
@@ -558,11 +320,11 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
     """Time one case at one dtype and thread count; returns the result row (errors included)."""
     rng = np.random.default_rng(20240611)
     row = {"op": case.op, "case": case.label, "shape": case.describe(), "params": dict(case.params),
-           "dtype": dtype, "threads": threads, "batch": case.batch, "ours_ms": None,
+           "dtype": dtype, "threads": threads, "batch": None, "ours_ms": None,
            "torch_ms": None, "copy_ms": None, "speedup": None, "copy_fraction": None,
            "copy_speedup": None}
-    prepared = PREPARE[case.op](case, dtype, ac, torch, rng)
-    row.update(bytes_moved=prepared.bytes_moved, elements=prepared.elements,
+    prepared = prepare(case, dtype, ac, torch, rng)
+    row.update(batch=prepared.batch, bytes_moved=prepared.bytes_moved, elements=prepared.elements,
                working_set_bytes=prepared.bytes_moved,
                larger_than_cache=prepared.bytes_moved > cache_bytes)
     fns = {}
@@ -584,7 +346,7 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
         # The fp32 twin of the case, timed in the same rounds: the "<= fp32 per element" target
         # compares samples taken side by side rather than two rows timed minutes apart, between
         # which this shared machine's speed drifts by more than the effect being judged.
-        twin = PREPARE[case.op](case, "float32", ac, None, np.random.default_rng(20240611))
+        twin = prepare(case, "float32", ac, None, np.random.default_rng(20240611))
         fns["ours_fp32"] = twin.ours_alloc if allocate else twin.ours
     copier = ParallelCopy(prepared.bytes_moved, threads, torch)
     fns["copy"] = copier.run
@@ -623,23 +385,6 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
     return row
 
 
-def _tiny_inputs(op: str):
-    """8-element inputs (fp32) for the per-call overhead measurement."""
-    f = np.float32
-    if op == "prelu":
-        x = np.linspace(-1, 1, 8, dtype=f)
-        return dict(go=np.ones(8, f), x=x, w=np.full(1, 0.25, f), gi=np.empty(8, f), gw=np.empty(1, f))
-    if op == "group_norm":
-        x = np.linspace(-1, 1, 8, dtype=f).reshape(1, 2, 2, 2)
-        return dict(go=np.ones_like(x), x=x, mean=np.zeros((1, 1), f), rstd=np.ones((1, 1), f),
-                    gamma=np.ones(2, f), gi=np.empty_like(x), gg=np.empty(2, f), gb=np.empty(2, f))
-    if op == "softmax":
-        return dict(go=np.ones(8, f), y=np.full(8, 0.125, f), out=np.empty(8, f))
-    x = np.linspace(-1, 1, 8, dtype=f).reshape(1, 2, 2, 2)
-    grid = np.linspace(-0.9, 0.9, 8, dtype=f).reshape(1, 2, 2, 2)
-    return dict(go=np.ones_like(x), x=x, grid=grid, ig=np.empty_like(x), gg=np.empty_like(grid))
-
-
 def _two_phase(ac, plan_name: str, run_name: str, *args) -> Callable[[], None]:
     """A call of both phases as a user writes it: the functions bound once (looking them up by
     name on every call had added about 0.2 us to ours), a workspace only when one is needed."""
@@ -652,64 +397,34 @@ def _two_phase(ac, plan_name: str, run_name: str, *args) -> Callable[[], None]:
 
 
 def _overhead_callables(op: str, ac, torch) -> Dict[str, Callable[[], object]]:
-    """The calls timed per op. Both sides call functions and pass arrays bound beforehand, as a
-    loop in user code would: a dict lookup or a module attribute per argument costs about as much
-    as the differences measured here."""
-    d = _tiny_inputs(op)
-    fns: Dict[str, Callable[[], object]] = {}
-    if op == "prelu":
-        f, go, x, w, outs = ac.prelu_backward, d["go"], d["x"], d["w"], (d["gi"], d["gw"])
-        fns["functional out="] = lambda: f(go, x, w, out=outs)
-        fns["functional alloc"] = lambda: f(go, x, w)
-        fns["two-phase"] = _two_phase(ac, "aclnnPreluBackwardGetWorkspaceSize", "aclnnPreluBackward",
-                                      go, x, w, *outs)
-        if torch is not None:
-            kernel = torch.ops.aten._prelu_kernel_backward
-            tgo, tx, tw = (torch.from_numpy(d[k].copy()) for k in ("go", "x", "w"))
-            shape = tw.shape
-            fns["torch"] = lambda: kernel(tgo, tx, tw)[1].sum_to_size(shape)
-    elif op == "group_norm":
-        f = ac.group_norm_backward
-        args = (d["go"], d["x"], d["mean"], d["rstd"], d["gamma"], 1, 2, 4, 1)
-        outs = (d["gi"], d["gg"], d["gb"])
-        fns["functional out="] = lambda: f(*args, out=outs)
-        fns["functional alloc"] = lambda: f(*args)
-        fns["two-phase"] = _two_phase(
-            ac, "aclnnGroupNormBackwardGetWorkspaceSize", "aclnnGroupNormBackward",
-            *args, (True, True, True), *outs)
-        if torch is not None:
-            kernel = torch.ops.aten.native_group_norm_backward
-            t = [torch.from_numpy(d[k].copy()) for k in ("go", "x", "mean", "rstd", "gamma")]
-            mask = [True, True, True]
-            fns["torch"] = lambda: kernel(*t, 1, 2, 4, 1, mask)
-    elif op == "softmax":
-        f, go, y, out = ac.softmax_backward, d["go"], d["y"], d["out"]
-        fns["functional out="] = lambda: f(go, y, 0, out=out)
-        fns["functional alloc"] = lambda: f(go, y, 0)
-        fns["two-phase"] = _two_phase(ac, "aclnnSoftmaxBackwardGetWorkspaceSize", "aclnnSoftmaxBackward",
-                                      go, y, 0, out)
-        if torch is not None:
-            kernel, f32 = torch._softmax_backward_data, torch.float32
-            tgo, ty = torch.from_numpy(d["go"].copy()), torch.from_numpy(d["y"].copy())
-            fns["torch"] = lambda: kernel(tgo, ty, 0, f32)
-    else:
-        f, go, x, grid, outs = ac.grid_sampler2d_backward, d["go"], d["x"], d["grid"], (d["ig"], d["gg"])
-        fns["functional out="] = lambda: f(go, x, grid, 0, 0, False, out=outs)
-        fns["functional alloc"] = lambda: f(go, x, grid, 0, 0, False)
-        fns["two-phase"] = _two_phase(
-            ac, "aclnnGridSampler2DBackwardGetWorkspaceSize", "aclnnGridSampler2DBackward",
-            go, x, grid, 0, 0, False, (True, True), *outs)
-        if torch is not None:
-            kernel = torch.ops.aten.grid_sampler_2d_backward
-            tgo, tx, tg = (torch.from_numpy(d[k].copy()) for k in ("go", "x", "grid"))
-            mask = [True, True]
-            fns["torch"] = lambda: kernel(tgo, tx, tg, 0, 0, False, mask)
+    """The calls timed per op, on the registry entry's example (or its smallest benchmark case).
+    Both sides call functions and pass arrays bound beforehand, as a loop in user code would: a
+    dict lookup or a module attribute per argument costs about as much as the differences
+    measured here."""
+    call = smallest_call(BY_NAME[op])
+    outs = call.allocate()
+    fn, args, out = getattr(ac, call.op["python"]), call.python_args(), _out_argument(outs)
+    fns: Dict[str, Callable[[], object]] = {"functional out=": lambda: fn(*args, out=out),
+                                             "functional alloc": lambda: fn(*args)}
+    fns["two-phase"] = _two_phase(ac, call.op["name"] + "GetWorkspaceSize", call.op["name"],
+                                  *call.c_args(outs))
+    peer = peer_callable(call, torch, _overhead_dtype(call))
+    if peer is not None:
+        fns["torch"] = peer
     return fns
 
 
+def _overhead_dtype(call) -> str:
+    first = next(a for a in call.inputs.values() if a is not None)
+    return "bfloat16" if first.dtype == np_dtype("bfloat16") else first.dtype.name
+
+
 def run_overhead(op: str, ac, torch, rounds: int, min_time: float) -> Dict:
-    """Per-call time (microseconds) on 8-element fp32 tensors: the fixed cost of a call."""
-    row = {"op": op, "elements": 8, "dtype": "float32", "us": {}, "samples_us": {}, "errors": {}}
+    """Per-call time (microseconds) on the registry example's tensors: the fixed cost of a call."""
+    call = smallest_call(BY_NAME[op])
+    first = next(a for a in call.inputs.values() if a is not None)
+    row = {"op": op, "elements": int(first.size), "dtype": _overhead_dtype(call), "us": {},
+           "samples_us": {}, "errors": {}}
     fns = {}
     for name, fn in _overhead_callables(op, ac, torch).items():
         try:
@@ -738,15 +453,16 @@ def evaluate_targets(rows: List[Dict]) -> None:
         targets = []
         if r.get("speedup") is not None:
             goal = SPEEDUP_TARGET[r["op"]]
-            if r["op"] == "grid_sampler" and r["batch"] == 1:
-                goal = GRID_BATCH1_TARGET
+            if r["op"] in BATCH1_TARGET and r["batch"] == 1:
+                goal = BATCH1_TARGET[r["op"]]
             goal = max(goal, 1.0)
             targets.append({"name": "speedup", "goal": goal, "value": r["speedup"],
                             "pass": r["speedup"] >= goal, "text": f">={goal:g}x"})
         if r["op"] in STREAMING_OPS and r.get("larger_than_cache") and r.get("copy_fraction") is not None:
-            targets.append({"name": "copy_bandwidth", "goal": COPY_FRACTION_TARGET,
-                            "value": r["copy_fraction"], "pass": r["copy_fraction"] >= COPY_FRACTION_TARGET,
-                            "text": f"bw>={COPY_FRACTION_TARGET:.0%}"})
+            fraction = COPY_FRACTION_TARGET[r["op"]]
+            targets.append({"name": "copy_bandwidth", "goal": fraction,
+                            "value": r["copy_fraction"], "pass": r["copy_fraction"] >= fraction,
+                            "text": f"bw>={fraction:.0%}"})
         ratio = r.get("per_element_vs_fp32")  # over the fp32 twin, paired round by round
         if ratio is not None:
             # Same element count as the fp32 twin, so the time ratio is the per-element ratio.
@@ -867,7 +583,7 @@ def format_repeated(rows: List[Dict]) -> str:
 
 
 def format_overhead(overhead: List[Dict]) -> str:
-    lines = ["Per-call overhead, 8-element float32 tensors (microseconds per call, median; "
+    lines = ["Per-call overhead on each op's registry example (microseconds per call, median; "
              "in brackets ours / torch, the median of per-round ratios):"]
     lines.append(f"{'op':<14}" + "".join(f"{c:>18}" for c in OVERHEAD_COLUMNS))
     for o in overhead:
@@ -894,7 +610,7 @@ def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, setti
     for b in table_rows(rows):
         lines.append("| " + " | ".join(c.replace("|", "/") for c in b) + " |")
     if overhead:
-        lines += ["", "Per-call overhead on 8-element float32 tensors, microseconds per call (median; in "
+        lines += ["", "Per-call overhead on each op's registry example, microseconds per call (median; in "
                   "brackets ours / torch, the median of per-round ratios; target <= 1):", ""]
         lines.append("| op | " + " | ".join(OVERHEAD_COLUMNS) + " |")
         lines.append("|---|" + "|".join("---:" for _ in OVERHEAD_COLUMNS) + "|")
@@ -995,26 +711,33 @@ def select_cases(suite: str, ops: Optional[List[str]], match: Optional[str],
             and (label is None or c.label == label)]
 
 
+def targets_text() -> str:
+    """The targets of every op, as --help states them."""
+    speedups = ", ".join(f"{op} >= {goal:g}x" + (f" (>= {BATCH1_TARGET[op]:g}x at batch 1)" if op in BATCH1_TARGET else "")
+                         for op, goal in SPEEDUP_TARGET.items())
+    streaming = "; ".join(f"{op} >= {fraction:.0%}" for op, fraction in COPY_FRACTION_TARGET.items())
+    return (f"speed-up {speedups}; of the copy bandwidth when the working set exceeds the last-level "
+            f"cache: {streaming or 'none'}")
+
+
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m aclnn_cpu bench",
         description="Time aclnn_cpu against PyTorch CPU and a parallel copy of the same bytes.",
-        epilog=f"Outputs: {OUTPUT_POLICY}. Targets: speed-up PReLU >= 3x, GroupNorm >= 1.5x, "
-               "GridSampler >= 3x (>= 5x at batch 1), Softmax >= 1x; streaming ops >= 60% of the "
-               "copy bandwidth when the working set exceeds the last-level cache; fp16/bf16 time "
-               "per element <= fp32's.")
+        epilog=f"Outputs: {OUTPUT_POLICY}. Targets (from each op's registry entry): {targets_text()}; "
+               "fp16/bf16 time per element <= fp32's.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
     parser.add_argument("--suite", choices=("full", "quick", "smoke"), default=None,
                         help="full (default, ~2 min on a quiet 2-core machine), quick (~40 s), "
                              "or smoke (tiny shapes, for tests)")
-    parser.add_argument("--ops", help="comma list: prelu, group_norm, softmax, grid_sampler")
+    parser.add_argument("--ops", help=f"comma list: {', '.join(OPS)}")
     parser.add_argument("--dtypes", help="comma list: float32, float16, bfloat16 (or fp32, fp16, bf16)")
     parser.add_argument("--threads", default="2", help="comma list of thread counts (default 2)")
     parser.add_argument("--match", help="only cases whose op/label/shape contains this text")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # exactly this label (isolated child jobs)
     parser.add_argument("--isolate", choices=("auto", "never"), default="auto",
                         help="auto (default): jobs whose torch call is known to crash now and then "
-                             "(GridSampler fp16/bf16 in torch 2.13) run in a child process; never: "
+                             "(the registry's peer.crash_prone) run in a child process; never: "
                              "everything in this process")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                         help=f"timed rounds after the warm-up (default {DEFAULT_ROUNDS})")
@@ -1157,7 +880,7 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
                      "min_time_s": args.min_time,
                      "torch": torch is not None, "output_policy": output_policy(args.alloc),
                      "copy": "reads + writes the op's bytes: a buffer of half that size copied into another",
-                     "targets": {"speedup": SPEEDUP_TARGET, "grid_sampler_batch1": GRID_BATCH1_TARGET,
+                     "targets": {"speedup": SPEEDUP_TARGET, "speedup_batch1": BATCH1_TARGET,
                                  "copy_fraction": COPY_FRACTION_TARGET, "streaming_ops": list(STREAMING_OPS),
                                  "low_precision_per_element": "<= float32"}},
         "results": rows,
