@@ -341,15 +341,7 @@ OPS = (
         },
         'benchmark': {
             'name': 'grid_sampler',
-            'aliases': [
-                'grid_sampler',
-                'grid_sampler2d',
-                'gridsampler',
-                'grid',
-                'grid_sampler2d_backward',
-                'gridsampler2dbackward',
-                'aclnngridsampler2dbackward',
-            ],
+            'aliases': ['grid_sampler', 'grid_sampler2d', 'gridsampler', 'grid'],
             'order': 4,
             'targets': {'speedup': 3.0, 'speedup_batch1': 5.0, 'copy_fraction': None},
             'attributes': {
@@ -867,14 +859,7 @@ OPS = (
         },
         'benchmark': {
             'name': 'group_norm',
-            'aliases': [
-                'group_norm',
-                'groupnorm',
-                'gn',
-                'group_norm_backward',
-                'groupnormbackward',
-                'aclnngroupnormbackward',
-            ],
+            'aliases': ['group_norm', 'groupnorm', 'gn'],
             'order': 2,
             'targets': {'speedup': 1.5, 'speedup_batch1': None, 'copy_fraction': 0.6},
             'attributes': {'N': 'N', 'C': 'C', 'HxW': 'H * W', 'group': 'G', 'output_mask': '(True, True, True)'},
@@ -1122,7 +1107,7 @@ OPS = (
         },
         'benchmark': {
             'name': 'prelu',
-            'aliases': ['prelu', 'prelu_backward', 'prelubackward', 'aclnnprelubackward'],
+            'aliases': ['prelu'],
             'order': 1,
             'targets': {'speedup': 3.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
             'attributes': {},
@@ -1375,7 +1360,7 @@ OPS = (
         },
         'benchmark': {
             'name': 'softmax',
-            'aliases': ['softmax', 'softmax_backward', 'softmaxbackward', 'aclnnsoftmaxbackward'],
+            'aliases': ['softmax'],
             'order': 3,
             'targets': {'speedup': 1.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
             'attributes': {'dim': 'dim'},

@@ -290,23 +290,22 @@ class BenchmarkReader:
 
 
 def check_bench_names(ops: Sequence[Any], error) -> None:
-    """The names --ops accepts are unique across ops (error(op, message) raises)."""
+    """The bench names and aliases are unique across ops (error(op, message) raises). They win
+    over another op's automatic names (its Python name, op name and C name), which the bench
+    then drops: `--ops prelu` stays PreluBackward's when a forward op's Python name is prelu."""
     seen: Dict[str, str] = {}
     for op in ops:
         if op.benchmark is None:
             continue
-        for alias in bench_names(op):
+        for alias in explicit_names(op):
             if alias in seen and seen[alias] != op.name:
                 raise error(op, f"benchmark name or alias '{alias}' is already taken by {seen[alias]}")
             seen[alias] = op.name
 
 
-def bench_names(op: Any) -> Tuple[str, ...]:
-    """Every name --ops accepts for the op: the bench name, the aliases, the Python name, the op
-    name and the C name, lower case."""
-    b = op.benchmark
-    names = [b.name, *b.aliases, op.python, op.snake, op.name.lower(), op.c_name.lower()]
-    return tuple(dict.fromkeys(n.lower() for n in names))
+def explicit_names(op: Any) -> Tuple[str, ...]:
+    """The bench name and the aliases the YAML lists, lower case."""
+    return tuple(dict.fromkeys(n.lower() for n in (op.benchmark.name, *op.benchmark.aliases)))
 
 
 def entry(op: Any) -> Optional[dict]:
@@ -317,7 +316,7 @@ def entry(op: Any) -> Optional[dict]:
     t = b.targets
     return {
         "name": b.name,
-        "aliases": list(bench_names(op)),
+        "aliases": list(explicit_names(op)),
         "order": b.order,
         "targets": {"speedup": t.speedup, "speedup_batch1": t.speedup_batch1,
                     "copy_fraction": t.copy_fraction},
@@ -330,3 +329,31 @@ def entry(op: Any) -> Optional[dict]:
         "cases": [{"label": c.label, "params": dict(c.params), "suites": list(c.suites)}
                   for c in b.cases],
     }
+
+
+def docs_lines(op: Any) -> List[str]:
+    """The op's benchmark in docs/ops.md: its targets, its peer and its cases."""
+    b = op.benchmark
+    if b is None:
+        return []
+    t = b.targets
+    goals = [f"speed-up over PyTorch >= {t.speedup:g}x"]
+    if t.speedup_batch1 is not None:
+        goals.append(f">= {t.speedup_batch1:g}x at batch 1")
+    if t.copy_fraction is not None:
+        goals.append(f">= {t.copy_fraction:.0%} of a copy's bandwidth once the data outgrows the "
+                     f"last-level cache")
+    peer = "no PyTorch peer"
+    if b.peer:
+        where = "; ".join(f"`{k}` = `{v}`" for k, v in b.peer.prepare)
+        peer = f"`{b.peer.call}`" + (f" (where {where})" if where else "")
+    out = ["### Benchmark", "",
+           f"`python -m aclnn_cpu bench --ops {b.name}` times it against {peer}; targets: "
+           f"{', '.join(goals)}.", "",
+           "| case | shape | suites |", "| --- | --- | --- |"]
+    for case in b.cases:
+        params = dict(case.params)
+        shape = (eval("f" + repr(b.describe), {"__builtins__": __builtins__}, params) if b.describe
+                 else " ".join(f"{k}={v}" for k, v in params.items()))
+        out.append(f"| {case.label} | {shape.replace('|', '/')} | {', '.join(case.suites)} |")
+    return out + [""]

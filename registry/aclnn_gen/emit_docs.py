@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from . import benchmark
 from .analysis import (IMPLICIT_RULES, PHASE2_PARAMS, banner, describe_rule, effective_dtypes,
                        handle_checks, kind_label, phase1_params, prototype)
 from .emit_cython import py_literal
@@ -105,6 +106,7 @@ def _op_section(op: Op) -> List[str]:
         outputs = ", ".join(o.py_name for o in op.outputs)
         out.append(f"{outputs} = aclnn_cpu.{op.python}({', '.join(args)})")
         out += ["```", "", "`python -m aclnn_cpu demo` runs it and prints the result.", ""]
+    out += benchmark.docs_lines(op)
     return out
 
 

@@ -402,7 +402,7 @@ OPS = (
         },
         'benchmark': {
             'name': 'toy',
-            'aliases': ['toy', 'blend', 'toy_blend_backward', 'toyblendbackward', 'aclnntoyblendbackward'],
+            'aliases': ['toy', 'blend'],
             'order': 7,
             'targets': {'speedup': 2.0, 'speedup_batch1': 2.5, 'copy_fraction': 0.5},
             'attributes': {'alpha': '0.5', 'mode': '1 if rows > 8 else 0'},
