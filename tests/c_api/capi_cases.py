@@ -60,6 +60,30 @@ class Bool:
 
 
 @dataclass
+class Double:
+    value: float
+
+
+@dataclass
+class Scalar:
+    """An aclScalar: a float becomes float32, an int int64, a bool bool (unless dtype says)."""
+    value: object
+    dtype: Optional[str] = None
+
+    def code(self) -> int:
+        if self.dtype is not None:
+            return DTYPE_CODES[self.dtype]
+        if isinstance(self.value, bool):
+            return DTYPE_CODES["bool"]
+        return DTYPE_CODES["int64" if isinstance(self.value, int) else "float32"]
+
+
+@dataclass
+class IntArray:
+    values: Sequence[int]
+
+
+@dataclass
 class Mask:
     flags: Sequence[bool]
 
@@ -147,6 +171,12 @@ def write(case: Case, directory: Path, lines: List[str]) -> None:
             lines.append(f"int {name} {spec.value}")
         elif isinstance(spec, Bool):
             lines.append(f"bool {name} {int(spec.value)}")
+        elif isinstance(spec, Double):
+            lines.append(f"double {name} {float(spec.value)!r}")
+        elif isinstance(spec, Scalar):
+            lines.append(f"scalar {name} {spec.code()} {float(spec.value)!r}")
+        elif isinstance(spec, IntArray):
+            lines.append(f"int_array {name} {len(spec.values)} " + " ".join(str(int(v)) for v in spec.values))
         elif isinstance(spec, Mask):
             lines.append(f"mask {name} {len(spec.flags)} " + " ".join(str(int(f)) for f in spec.flags))
         elif isinstance(spec, Null):

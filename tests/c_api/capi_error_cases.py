@@ -1,13 +1,15 @@
 """Cases that phase 1 must reject, each with its status and the words its message must contain:
-null pointers, unsupported and mixed dtypes, too many dims, each op's shape and attribute rules,
-unusable layouts, read-only, self-overlapping and overlapping outputs. Every case starts from a
-valid call of the op and breaks one thing."""
+the checks every op shares, derived from the registry (capi_registry.py: null pointers,
+unsupported and mixed dtypes, too many dims, unusable layouts, read-only, self-overlapping and
+overlapping outputs), and here the shipped ops' own shape and attribute rules. Every case starts
+from a valid call of the op and breaks one thing."""
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+import capi_registry
 from capi_cases import NULL, Bool, Case, Int, Mask, T
 
 NULLPTR, INVALID = 161001, 161002
@@ -59,67 +61,12 @@ def grid_base():
 BASES: Dict[str, Callable[[], list]] = {"SoftmaxBackward": softmax_base, "PreluBackward": prelu_base,
                                         "GroupNormBackward": group_norm_base,
                                         "GridSampler2DBackward": grid_base}
-OUTPUTS = {"SoftmaxBackward": ["out"], "PreluBackward": ["gradInput", "gradWeight"],
-           "GroupNormBackward": ["gradInput", "gradGammaOut", "gradBetaOut"],
-           "GridSampler2DBackward": ["inputGrad", "gridGrad"]}
-
-
 def _variant(op, name, status, fragments, changes: Optional[dict] = None, null_out=None) -> Case:
     params = BASES[op]()
     changes = changes or {}
     params = [(p, changes.get(p, spec)) for p, spec in params]
     return Case(f"err_{name}", op, params, status=status, null_out=null_out,
                 fragments=(OP_NAMES[op],) + tuple(fragments))
-
-
-def _retyped(spec: T, dtype: str) -> T:
-    if spec.values is not None:
-        return _in(spec.shape, dtype)
-    return _out(spec.shape, dtype)
-
-
-def _common(op) -> List[Case]:
-    """The checks every op shares, generated from its valid call."""
-    cases = [_variant(op, f"{op}_null_workspace_size", NULLPTR, ["workspaceSize"],
-                      null_out="workspaceSize"),
-             _variant(op, f"{op}_null_executor", NULLPTR, ["executor"], null_out="executor")]
-    tensors = [(p, s) for p, s in BASES[op]() if isinstance(s, T)]
-    for p, spec in tensors:
-        if p != "gamma":  # gamma is optional
-            cases.append(_variant(op, f"{op}_null_{p}", NULLPTR, [p], {p: NULL}))
-        bad = "int32" if (op == "SoftmaxBackward" and p == "out") else "float64"
-        cases.append(_variant(op, f"{op}_{p}_{bad}", INVALID, [p], {p: _retyped(spec, bad)}))
-    # One tensor of another float dtype than the rest.
-    for p, spec in tensors[1:]:
-        if op == "SoftmaxBackward" and p == "out":
-            continue  # out may have another float dtype (cast on write)
-        cases.append(_variant(op, f"{op}_{p}_mixed_dtype", INVALID, [p], {p: _retyped(spec, "float16")}))
-    # 9 dims where the op takes any rank.
-    if op != "GridSampler2DBackward":
-        p, spec = tensors[0]
-        cases.append(_variant(op, f"{op}_{p}_nine_dims", INVALID, [p],
-                              {p: _in((1,) * 8 + (2,))}))
-    for out in OUTPUTS[op]:
-        spec = dict(tensors)[out]
-        ro = T(shape=spec.shape, dtype=spec.dtype, readonly=True)
-        cases.append(_variant(op, f"{op}_{out}_read_only", INVALID, [out, "read-only"], {out: ro}))
-        # A zero stride on a dim of size > 1 writes one location twice.
-        if len(spec.shape) and max(spec.shape) > 1:
-            axis = int(np.argmax(spec.shape))
-            strides = [1] * len(spec.shape)
-            strides[axis] = 0
-            cases.append(_variant(op, f"{op}_{out}_self_overlap", INVALID, [out],
-                                  {out: T(shape=spec.shape, dtype=spec.dtype, strides=strides, offset=0)}))
-        # Sharing the storage of the largest input (large enough to hold the output).
-        biggest = max((t for t in tensors if t[1].values is not None), key=lambda t: t[1].values.size)
-        shared = T(shape=spec.shape, dtype=spec.dtype, share=biggest[0])
-        cases.append(_variant(op, f"{op}_{out}_overlaps_input", INVALID, [out, "overlaps"], {out: shared}))
-    # A layout whose byte extent leaves int64 (nothing may be dereferenced to find out).
-    p, spec = tensors[0]
-    huge = [2 ** 62 if size > 1 else 1 for size in spec.shape]
-    cases.append(_variant(op, f"{op}_{p}_extent_overflow", INVALID, [p],
-                          {p: T(spec.values, strides=huge, offset=0, unplaced=True)}))
-    return cases
 
 
 def _specific() -> List[Case]:
@@ -142,8 +89,6 @@ def _specific() -> List[Case]:
         v(P, "prelu_scalar_weight_grad_shape", INVALID, ["gradWeight"],
           {"weight": _in((1, 1)), "gradWeight": _out((1,))}),
         # group norm: masks, group, counts, shapes
-        v(G, "group_norm_null_mask", NULLPTR, ["outputMask"], {"outputMask": NULL}),
-        v(G, "group_norm_mask_size", INVALID, ["outputMask"], {"outputMask": Mask((True, True))}),
         v(G, "group_norm_group_0", INVALID, ["group"], {"group": Int(0)}),
         v(G, "group_norm_group_negative", INVALID, ["group"], {"group": Int(-2)}),
         v(G, "group_norm_c_not_divisible", INVALID, ["group"], {"group": Int(3)}),
@@ -178,18 +123,14 @@ def _specific() -> List[Case]:
           {"grid": _in((1, 2, 3, 3)), "gridGrad": _out((1, 2, 3, 3))}),
         v(R, "grid_input_grad_shape", INVALID, ["inputGrad"], {"inputGrad": _out((1, 2, 5, 4))}),
         v(R, "grid_grid_grad_shape", INVALID, ["gridGrad"], {"gridGrad": _out((1, 3, 2, 2))}),
-        v(R, "grid_null_mask", NULLPTR, ["outputMask"], {"outputMask": NULL}),
-        v(R, "grid_mask_size", INVALID, ["outputMask"], {"outputMask": Mask((True, True, True))}),
     ]
 
 
 def all_error_cases() -> List[Case]:
-    cases = []
-    for op in BASES:
-        cases += _common(op)
-    return cases + _specific()
+    """The checks every registry op shares (capi_registry), then the shipped ops' own rules."""
+    return capi_registry.all_common_error_cases() + _specific()
 
 
 def all_valid_bases() -> List[Case]:
     """The unmodified calls: they must succeed (proof that each error case breaks one thing)."""
-    return [Case(f"base_{op}", op, BASES[op]()) for op in BASES]
+    return capi_registry.all_bases() + [Case(f"base_specific_{op}", op, BASES[op]()) for op in BASES]

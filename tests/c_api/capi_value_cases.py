@@ -1,5 +1,7 @@
-"""Cases that must succeed, with their float64 references: every op, every dtype, contiguous and
-strided/offset/negative/zero-stride layouts, masks, repeatable executors, empty tensors."""
+"""Cases that must succeed, with their float64 references: the shipped ops' cases against the
+formulas of capi_reference.py (every dtype, contiguous and strided/offset/negative/zero-stride
+layouts, masks, repeatable executors, empty tensors), and every registry op's benchmark smoke
+cases against its PyTorch peer in float64 (capi_registry.py)."""
 from __future__ import annotations
 
 from typing import List
@@ -7,6 +9,7 @@ from typing import List
 import numpy as np
 
 import capi_reference as ref
+import capi_registry
 from capi_cases import NULL, Bool, Case, Int, Mask, T
 from support import np_dtype
 
@@ -206,5 +209,8 @@ def grid_cases(rng) -> List[Case]:
 
 
 def all_value_cases() -> List[Case]:
+    """The shipped ops' cases against their formula references, then every registry op's
+    smoke cases against its PyTorch peer (capi_registry)."""
     rng = np.random.default_rng(20240611)
-    return softmax_cases(rng) + prelu_cases(rng) + group_norm_cases(rng) + grid_cases(rng)
+    formula = softmax_cases(rng) + prelu_cases(rng) + group_norm_cases(rng) + grid_cases(rng)
+    return formula + capi_registry.all_value_cases()

@@ -11,11 +11,14 @@
 //   case <name> <op> <runs>           starts a case; op is the aclnn name without "aclnn"
 //   int <param> <value>               int64 attribute
 //   bool <param> <0|1>                bool attribute
+//   double <param> <value>            double attribute
+//   scalar <param> <aclDataType> <value>  aclScalar of that dtype (float, double, int64, bool)
+//   int_array <param> <count> <values...> aclIntArray
 //   mask <param> <count> <0|1>...     aclBoolArray
 //   tensor <param> <aclDataType> <ndim> <dims...> <strides...> <offset> <file>
 //                                     tensors naming the same file share its storage
 //   readonly <param>                  marks an earlier tensor read-only (aclnnCpuSetTensorReadOnly)
-//   null <param>                      a null tensor / bool array
+//   null <param>                      a null tensor, scalar or array
 //   null_out <workspaceSize|executor> phase 1 gets a null pointer for that out-parameter
 //   end
 // Output, one line per case (tab separated):
@@ -33,10 +36,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnnop/aclnn_grid_sampler2d_backward.h"
-#include "aclnnop/aclnn_group_norm_backward.h"
-#include "aclnnop/aclnn_prelu_backward.h"
-#include "aclnnop/aclnn_softmax_backward.h"
+#include "aclnn/aclnn_cpu_op_table.h"  // every op of the build, generated from the registry
 
 namespace {
 
@@ -73,34 +73,74 @@ struct TensorHandle {
   ~TensorHandle() { aclDestroyTensor(tensor); }
 };
 
-struct Case {
+// One case of the manifest; the generated op table reads its arguments from it by C name.
+struct Case : aclnn_cpu_op_table::ArgSource {
   std::string name, op;
   int runs = 1;
   std::map<std::string, int64_t> ints;
+  std::map<std::string, double> reals;
   std::map<std::string, std::unique_ptr<Storage>> storages;  // by file name
   std::map<std::string, std::unique_ptr<TensorHandle>> tensors;
   std::map<std::string, aclBoolArray*> masks;
+  std::map<std::string, aclScalar*> scalars;
+  std::map<std::string, aclIntArray*> int_arrays;
   bool null_workspace_size = false, null_executor = false;
 
-  ~Case() {
+  ~Case() override {
     tensors.clear();  // the tensors first: they describe the storages
     for (auto& m : masks) aclDestroyBoolArray(m.second);
+    for (auto& s : scalars) aclDestroyScalar(s.second);
+    for (auto& a : int_arrays) aclDestroyIntArray(a.second);
   }
   // A tensor parameter: null when the manifest says "null" (or omits it).
-  aclTensor* tensor(const char* param) const {
+  aclTensor* tensor(const char* param) const override {
     auto it = tensors.find(param);
     return it == tensors.end() ? nullptr : it->second->tensor;
   }
-  aclBoolArray* mask(const char* param) const {
-    auto it = masks.find(param);
-    return it == masks.end() ? nullptr : it->second;
-  }
-  int64_t integer(const char* param) const {
+  aclBoolArray* bool_array(const char* param) const override { return find(masks, param); }
+  aclScalar* scalar(const char* param) const override { return find(scalars, param); }
+  aclIntArray* int_array(const char* param) const override { return find(int_arrays, param); }
+  int64_t int64(const char* param) const override {
     auto it = ints.find(param);
     if (it == ints.end()) die("case " + name + " lacks attribute " + param);
     return it->second;
   }
+  bool flag(const char* param) const override { return int64(param) != 0; }
+  double real(const char* param) const override {
+    auto it = reals.find(param);
+    if (it == reals.end()) die("case " + name + " lacks attribute " + param);
+    return it->second;
+  }
+
+ private:
+  template <typename T>
+  static T* find(const std::map<std::string, T*>& from, const char* param) {
+    auto it = from.find(param);
+    return it == from.end() ? nullptr : it->second;
+  }
 };
+
+// An aclScalar of the given aclDataType holding value (the dtypes a manifest uses).
+aclScalar* make_scalar(int dtype, double value) {
+  switch (static_cast<aclDataType>(dtype)) {
+    case ACL_FLOAT: {
+      float v = static_cast<float>(value);
+      return aclCreateScalar(&v, ACL_FLOAT);
+    }
+    case ACL_DOUBLE:
+      return aclCreateScalar(&value, ACL_DOUBLE);
+    case ACL_INT64: {
+      int64_t v = static_cast<int64_t>(value);
+      return aclCreateScalar(&v, ACL_INT64);
+    }
+    case ACL_BOOL: {
+      bool v = value != 0;
+      return aclCreateScalar(&v, ACL_BOOL);
+    }
+    default:
+      die("scalar of unsupported dtype " + std::to_string(dtype));
+  }
+}
 
 std::vector<unsigned char> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -144,34 +184,10 @@ void parse_tensor(std::istringstream& in, const std::string& dir, Case* c) {
   c->tensors[param] = std::move(handle);
 }
 
-aclnnStatus phase1(const Case& c, uint64_t* ws, aclOpExecutor** ex) {
-  if (c.op == "SoftmaxBackward")
-    return aclnnSoftmaxBackwardGetWorkspaceSize(c.tensor("gradOutput"), c.tensor("output"),
-                                                c.integer("dim"), c.tensor("out"), ws, ex);
-  if (c.op == "PreluBackward")
-    return aclnnPreluBackwardGetWorkspaceSize(c.tensor("gradOutput"), c.tensor("self"),
-                                              c.tensor("weight"), c.tensor("gradInput"),
-                                              c.tensor("gradWeight"), ws, ex);
-  if (c.op == "GroupNormBackward")
-    return aclnnGroupNormBackwardGetWorkspaceSize(
-        c.tensor("gradOut"), c.tensor("input"), c.tensor("mean"), c.tensor("rstd"),
-        c.tensor("gamma"), c.integer("N"), c.integer("C"), c.integer("HxW"), c.integer("group"),
-        c.mask("outputMask"), c.tensor("gradInput"), c.tensor("gradGammaOut"),
-        c.tensor("gradBetaOut"), ws, ex);
-  if (c.op == "GridSampler2DBackward")
-    return aclnnGridSampler2DBackwardGetWorkspaceSize(
-        c.tensor("gradOutput"), c.tensor("input"), c.tensor("grid"), c.integer("interpolationMode"),
-        c.integer("paddingMode"), c.integer("alignCorners") != 0, c.mask("outputMask"),
-        c.tensor("inputGrad"), c.tensor("gridGrad"), ws, ex);
-  die("unknown op " + c.op);
-}
-
-aclnnStatus phase2(const Case& c, void* ws, uint64_t size, aclOpExecutor* ex, aclrtStream s) {
-  if (c.op == "SoftmaxBackward") return aclnnSoftmaxBackward(ws, size, ex, s);
-  if (c.op == "PreluBackward") return aclnnPreluBackward(ws, size, ex, s);
-  if (c.op == "GroupNormBackward") return aclnnGroupNormBackward(ws, size, ex, s);
-  if (c.op == "GridSampler2DBackward") return aclnnGridSampler2DBackward(ws, size, ex, s);
-  die("unknown op " + c.op);
+const aclnn_cpu_op_table::OpEntry& op_entry(const Case& c) {
+  const aclnn_cpu_op_table::OpEntry* entry = aclnn_cpu_op_table::find_op(c.op.c_str());
+  if (entry == nullptr) die("unknown op " + c.op);
+  return *entry;
 }
 
 std::string one_line(std::string text) {
@@ -186,8 +202,9 @@ std::string one_line(std::string text) {
 bool run_case(const Case& c, aclrtStream stream) {
   uint64_t workspace_size = 0;
   aclOpExecutor* executor = nullptr;
-  aclnnStatus status = phase1(c, c.null_workspace_size ? nullptr : &workspace_size,
-                              c.null_executor ? nullptr : &executor);
+  const aclnn_cpu_op_table::OpEntry& op = op_entry(c);
+  aclnnStatus status = op.get_workspace_size(c, c.null_workspace_size ? nullptr : &workspace_size,
+                                             c.null_executor ? nullptr : &executor);
   std::string message = one_line(aclGetRecentErrMsg());
   aclnnStatus run_status = -1;  // -1: phase 2 not attempted
   bool ok = true;
@@ -218,7 +235,7 @@ bool run_case(const Case& c, aclrtStream stream) {
     for (int r = 0; r < c.runs; ++r) {
       // Each run starts from the driver's output storage, so it must write every element again.
       for (const auto& s : c.storages) s.second->restore();
-      run_status = phase2(c, workspace, workspace_size, executor, stream);
+      run_status = op.run(workspace, workspace_size, executor, stream);
       message = one_line(aclGetRecentErrMsg());
       if (run_status != ACLNN_SUCCESS) break;
       if (!message.empty()) {
@@ -288,6 +305,24 @@ int main(int argc, char** argv) {
       long long value = 0;
       in >> param >> value;
       current->ints[param] = value;
+    } else if (kind == "double") {
+      std::string param;
+      double value = 0;
+      in >> param >> value;
+      current->reals[param] = value;
+    } else if (kind == "scalar") {
+      std::string param;
+      int dtype = 0;
+      double value = 0;
+      in >> param >> dtype >> value;
+      current->scalars[param] = make_scalar(dtype, value);
+    } else if (kind == "int_array") {
+      std::string param;
+      uint64_t count = 0;
+      in >> param >> count;
+      std::vector<int64_t> values(count);
+      for (auto& v : values) in >> v;
+      current->int_arrays[param] = aclCreateIntArray(values.data(), count);
     } else if (kind == "mask") {
       std::string param;
       uint64_t count = 0;
