@@ -35,7 +35,7 @@ import numpy as np
 
 from aclnn_cpu import bench_repeat
 from aclnn_cpu.bench_cases import (BATCH1_TARGET, BY_NAME, COPY_FRACTION_TARGET, DTYPES, OP_ALIASES, OPS,
-                                   SPEEDUP_TARGET, STREAMING_OPS, SUITE, TORCH_CRASH_PRONE, Case,
+                                   SPEEDUP_TARGET, STREAMING_OPS, SUITE, TORCH_CRASH_PRONE, Case, dtype_name,
                                    generate, moved_elements, np_dtype, peer_callable,
                                    peer_outputs, smallest_call)
 
@@ -415,8 +415,7 @@ def _overhead_callables(op: str, ac, torch) -> Dict[str, Callable[[], object]]:
 
 
 def _overhead_dtype(call) -> str:
-    first = next(a for a in call.inputs.values() if a is not None)
-    return "bfloat16" if first.dtype == np_dtype("bfloat16") else first.dtype.name
+    return dtype_name(next(a for a in call.inputs.values() if a is not None).dtype)
 
 
 def run_overhead(op: str, ac, torch, rounds: int, min_time: float) -> Dict:

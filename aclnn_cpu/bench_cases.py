@@ -63,7 +63,8 @@ def np_dtype(name: str) -> np.dtype:
     return numpy_dtype(name)  # ml_dtypes.bfloat16 for bfloat16
 
 
-def _dtype_name(dt: np.dtype) -> str:
+def dtype_name(dt) -> str:
+    """The registry's name of a NumPy dtype (ml_dtypes' bfloat16 included)."""
     return "bfloat16" if dt == np_dtype("bfloat16") else np.dtype(dt).name
 
 
@@ -84,12 +85,8 @@ class Case:
         return eval("f" + repr(template), dict(self.params))  # checked by the loader
 
 
-def _case_params(params: Dict) -> Dict:
-    # YAML lists arrive as tuples; a shape stays a tuple, as NumPy and the describe texts expect.
-    return dict(params)
-
-
-SUITE: List[Case] = [Case(op["benchmark"]["name"], c["label"], _case_params(c["params"]), tuple(c["suites"]))
+# Case params as the registry holds them: YAML lists are tuples (a shape stays a tuple).
+SUITE: List[Case] = [Case(op["benchmark"]["name"], c["label"], dict(c["params"]), tuple(c["suites"]))
                      for op in BENCH_OPS for c in op["benchmark"]["cases"]]
 
 
@@ -215,7 +212,7 @@ def smallest_call(op: dict, dtype: str = "float32") -> Call:
         return call
     cases = op["benchmark"]["cases"]
     case = next((c for c in cases if "smoke" in c["suites"]), cases[0])
-    return generate(op, _case_params(case["params"]), dtype, np.random.default_rng(20240611))
+    return generate(op, dict(case["params"]), dtype, np.random.default_rng(20240611))
 
 
 # ----------------------------------------------------------------------------------------------
