@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from aclnn_cpu._registry import OPS as REGISTRY
-from aclnn_cpu.bench_cases import Call, generate, peer_callable, peer_outputs, smallest_call
+from aclnn_cpu.bench_cases import Call, dtype_name, generate, peer_callable, peer_outputs, smallest_call
 from capi_cases import (DTYPE_CODES, NULL, Bool, Case, Double, Int, IntArray, Mask, Scalar, T)
 from support import np_dtype
 
@@ -43,7 +43,7 @@ def call_params(call: Call, outs: Sequence[Optional[np.ndarray]], layout: str = 
             spec = NULL if value is None else T(np.asarray(value), layout=layout if value.ndim else "contiguous")
         elif kind == "output":
             out = pending.pop(0)
-            spec = NULL if out is None else T(shape=out.shape, dtype=_dtype_name(out.dtype),
+            spec = NULL if out is None else T(shape=out.shape, dtype=dtype_name(out.dtype),
                                                 layout=out_layout if out.ndim else "contiguous")
         else:
             value = call.attributes[p["py_name"]]
@@ -54,10 +54,6 @@ def call_params(call: Call, outs: Sequence[Optional[np.ndarray]], layout: str = 
             }[kind]()
         params.append((name, spec))
     return params
-
-
-def _dtype_name(dt) -> str:
-    return "bfloat16" if np.dtype(dt) == np_dtype("bfloat16") else np.dtype(dt).name
 
 
 # ---- the valid call and the rejections every op shares ------------------------------------------
