@@ -4,14 +4,17 @@ copy of this checkout, one YAML in registry/ and one kernel in ops/ each and not
 is then built and installed into a scratch directory. Against that build: the generated files
 are current, tests/extension/check_extension.py checks the new ops against float64 references
 and PyTorch (both APIs, their error cases), the shipped ops' tests are not needed (their code
-did not change), a C++ program uses the new kinds through the generated headers, and the CLI
-lists and demonstrates the new ops.
+did not change), a C++ program uses the new kinds through the generated headers, the CLI
+lists and demonstrates the new ops, the bench times them (their YAMLs' benchmark sections) and
+the C API tests' op runner runs their shared rejections and peer-checked values, with no file
+under tests/ naming them.
 
 One full build (about two minutes on two cores).
 """
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shlex
@@ -25,6 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXTENSION = ROOT / "tests" / "extension"
 NEW_OPS = ("leaky_relu_backward", "logit_grad", "flip")
+NEW_OP_NAMES = ("LeakyReluBackward", "LogitGrad", "Flip")
+NEW_BENCH_NAMES = ("leaky_relu", "logit_grad", "flip")
 # What setup.py builds from; the rest of the checkout (tests, benchmarks, build output) stays.
 SOURCES = ("setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "registry", "include",
            "runtime", "ops", "aclnn_cpu", "docs")
@@ -119,3 +124,53 @@ def test_cli_lists_and_demonstrates_the_new_ops(scratch_build, tmp_path):
     section = section[:section.index("\n== ")] if "\n== " in section else section
     assert "example of its registry entry" in section and "[0.25 0.25 0.25 1.  ]" in section, section
     assert "== aclnnLogitGrad" in demo and "(its registry entry gives no example)" in demo, demo
+
+
+def test_bench_times_the_new_ops(scratch_build, tmp_path):
+    """Rows, peer calls, agreement and per-call overhead from the YAMLs' benchmark sections."""
+    _, _, env = scratch_build
+    bench = [sys.executable, "-m", "aclnn_cpu", "bench"]
+    listing = run([*bench, "--list", "--suite", "smoke"], cwd=tmp_path, env=env).stdout.splitlines()
+    ops = [line.split()[0] for line in listing]
+    # The shipped ops by their `order`, then the new ones in registry file order.
+    assert ops == ["prelu", "group_norm", "softmax", "grid_sampler", "flip", "leaky_relu", "logit_grad",
+                   "logit_grad"], listing
+    report = tmp_path / "bench.json"
+    run([*bench, "--suite", "smoke", "--ops", ",".join(NEW_BENCH_NAMES), "--dtypes", "fp32,bf16",
+         "--rounds", "1", "--min-time", "0.001", "--no-progress", "--json", report], cwd=tmp_path, env=env,
+        timeout=600)
+    data = json.loads(report.read_text())
+    rows = {(r["op"], r["case"], r["dtype"]): r for r in data["results"]}
+    assert set(rows) == {(op, case, dtype) for op, case in (("flip", "tiny"), ("leaky_relu", "tiny"),
+                                                          ("logit_grad", "tiny"), ("logit_grad", "tiny clamped"))
+                         for dtype in ("float32", "bfloat16")}
+    for key, row in rows.items():
+        assert row["ours_ms"] > 0 and row["torch_ms"] > 0 and row["speedup"] > 0, key
+        # Both sides computed the same thing: bitwise for fp32 but for the division of logit's
+        # gradient, within bf16 rounding otherwise.
+        bound = 1e-6 if row["dtype"] == "float32" else 2.0 ** -7
+        assert all(d <= bound for d in row["max_rel_diff_vs_torch"]), (key, row["max_rel_diff_vs_torch"])
+    assert rows[("leaky_relu", "tiny", "float32")]["shape"] == "[2, 4, 8, 8] slope=0.25"
+    assert rows[("flip", "tiny", "float32")]["bytes_moved"] == 2 * 2 * 3 * 5 * 4
+    overhead = {o["op"]: o for o in data["overhead"]}
+    assert set(overhead) == set(NEW_BENCH_NAMES)
+    for o in overhead.values():
+        assert set(o["us"]) == {"functional out=", "functional alloc", "two-phase", "torch"}, o
+
+
+def test_c_api_runner_covers_the_new_ops(scratch_build, tmp_path):
+    """tests/c_api/test_capi_ops.py against the scratch build: the op runner dispatches through
+    its generated op table, and the cases come from its registry."""
+    _, _, env = scratch_build
+    done = run([sys.executable, "-m", "pytest", "-rN", "-p", "no:cacheprovider", "-v",
+                ROOT / "tests" / "c_api" / "test_capi_ops.py", "-k",
+                f"({' or '.join(NEW_OP_NAMES)}) and not valgrind"], cwd=tmp_path, env=env, timeout=1800)
+    passed = [line for line in done.stdout.splitlines() if line.endswith("PASSED") or " PASSED " in line]
+    for op in NEW_OP_NAMES:
+        for kind in (f"base_{op}", f"err_{op}_null_executor", f"err_{op}_out_overlaps_input",
+                     f"registry_{op}_tiny_float32_strided", f"registry_{op}_tiny_bfloat16_contiguous"):
+            assert any(kind in line for line in passed), (kind, done.stdout[-3000:])
+    for handle in ("err_LeakyReluBackward_null_negativeSlope", "err_Flip_null_dims",
+                   "registry_Flip_tiny_int8_contiguous", "registry_LogitGrad_tiny_clamped_float16_contiguous"):
+        assert any(handle in line for line in passed), (handle, done.stdout[-3000:])
+    assert " failed" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
