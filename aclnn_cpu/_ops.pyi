@@ -11,10 +11,11 @@ Array = Any
 Scalar = Union[float, int, bool, Any]
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
-           'aclnnGridSampler2DBackward', 'group_norm_backward',
-           'aclnnGroupNormBackwardGetWorkspaceSize', 'aclnnGroupNormBackward', 'prelu_backward',
-           'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax_backward',
-           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+           'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
+           'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
+           'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
+           'aclnnPreluBackward', 'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize',
+           'aclnnSoftmaxBackward']
 
 
 def grid_sampler2d_backward(grad_output: Array, input: Array, grid: Array,
@@ -37,6 +38,24 @@ def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput: Optional[Array], inpu
 def aclnnGridSampler2DBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
                                stream: Any = None) -> None:
     """Phase 2 of aclnnGridSampler2DBackward: runs the executor."""
+
+
+def group_norm(self: Array, gamma: Optional[Array], beta: Optional[Array], N: int, C: int, HxW: int,
+               group: int, eps: float, *,
+               out: Optional[Tuple[Optional[Array], Optional[Array], Optional[Array]]] = None) -> Tuple[Array, Array, Array]:
+    """Group normalization of self viewed as [N, C, HxW], with its per (n, group) mean and rstd."""
+
+
+def aclnnGroupNormGetWorkspaceSize(self: Optional[Array], gamma: Optional[Array],
+                                   beta: Optional[Array], N: int, C: int, HxW: int, group: int,
+                                   eps: float, out: Optional[Array], meanOut: Optional[Array],
+                                   rstdOut: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnGroupNorm: returns (workspace_size, executor)."""
+
+
+def aclnnGroupNorm(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                   stream: Any = None) -> None:
+    """Phase 2 of aclnnGroupNorm: runs the executor."""
 
 
 def group_norm_backward(grad_out: Array, input: Array, mean: Array, rstd: Array,

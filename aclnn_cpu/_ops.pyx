@@ -15,10 +15,11 @@ from aclnn_cpu._glue cimport (
     unpack_out)
 
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
-           'aclnnGridSampler2DBackward', 'group_norm_backward',
-           'aclnnGroupNormBackwardGetWorkspaceSize', 'aclnnGroupNormBackward', 'prelu_backward',
-           'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax_backward',
-           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+           'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
+           'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
+           'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
+           'aclnnPreluBackward', 'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize',
+           'aclnnSoftmaxBackward']
 
 
 cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
@@ -159,6 +160,119 @@ def grid_sampler2d_backward(grad_output, input, grid, interpolation_mode=0, padd
                                              grid_grad)
     return (input_grad if _mask_on(output_mask, 0, 2) else None,
             grid_grad if _mask_on(output_mask, 1, 2) else None)
+
+
+# ---- aclnnGroupNorm (registry/group_norm.yaml) ------------------------------------------
+
+cdef extern from "aclnnop/aclnn_group_norm.h" nogil:
+    aclnnStatus c_aclnnGroupNormGetWorkspaceSize "aclnnGroupNormGetWorkspaceSize"(
+        const aclTensor* self, const aclTensor* gamma, const aclTensor* beta, int64_t N, int64_t C,
+        int64_t HxW, int64_t group, double eps, aclTensor* out, aclTensor* meanOut,
+        aclTensor* rstdOut, uint64_t* workspaceSize, aclOpExecutor** executor)
+    aclnnStatus c_aclnnGroupNorm "aclnnGroupNorm"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnGroupNormGetWorkspaceSize(self, gamma, beta, N, C, HxW, group, eps, out, meanOut, rstdOut):
+    """Phase 1 of aclnnGroupNorm: validates and plans. Group normalization of self viewed as [N,
+    C, HxW], with its per (n, group) mean and rstd. Returns (workspace_size, executor); raises
+    an AclnnError subclass carrying the status on a broken rule."""
+    cdef int64_t c_N = int64_value(N, "aclnnGroupNorm: N")
+    cdef int64_t c_C = int64_value(C, "aclnnGroupNorm: C")
+    cdef int64_t c_HxW = int64_value(HxW, "aclnnGroupNorm: HxW")
+    cdef int64_t c_group = int64_value(group, "aclnnGroupNorm: group")
+    cdef double c_eps = float_value(eps, "aclnnGroupNorm: eps")
+    cdef TensorArg a_self = tensor_arg(self, "aclnnGroupNorm: self", False)
+    cdef TensorArg a_gamma = tensor_arg(gamma, "aclnnGroupNorm: gamma", False)
+    cdef TensorArg a_beta = tensor_arg(beta, "aclnnGroupNorm: beta", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnGroupNorm: out", True)
+    cdef TensorArg a_meanOut = tensor_arg(meanOut, "aclnnGroupNorm: meanOut", True)
+    cdef TensorArg a_rstdOut = tensor_arg(rstdOut, "aclnnGroupNorm: rstdOut", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C,
+                                                  c_HxW, c_group, c_eps, a_out.ptr, a_meanOut.ptr,
+                                                  a_rstdOut.ptr, &workspace_size, &executor)
+    raise_for_status(status)
+    keep = (a_self, a_gamma, a_beta, a_out, a_meanOut, a_rstdOut)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNorm",
+                                        c_aclnnGroupNorm, keep)
+
+
+cdef object _plan_and_run_aclnnGroupNorm(self, gamma, beta, N, C, HxW, group, eps, out, meanOut,
+                                         rstdOut):
+    """aclnnGroupNormGetWorkspaceSize, then aclnnGroupNorm with this thread's workspace."""
+    cdef int64_t c_N = int64_value(N, "aclnnGroupNorm: N")
+    cdef int64_t c_C = int64_value(C, "aclnnGroupNorm: C")
+    cdef int64_t c_HxW = int64_value(HxW, "aclnnGroupNorm: HxW")
+    cdef int64_t c_group = int64_value(group, "aclnnGroupNorm: group")
+    cdef double c_eps = float_value(eps, "aclnnGroupNorm: eps")
+    cdef TensorArg a_self = tensor_arg(self, "aclnnGroupNorm: self", False)
+    cdef TensorArg a_gamma = tensor_arg(gamma, "aclnnGroupNorm: gamma", False)
+    cdef TensorArg a_beta = tensor_arg(beta, "aclnnGroupNorm: beta", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnGroupNorm: out", True)
+    cdef TensorArg a_meanOut = tensor_arg(meanOut, "aclnnGroupNorm: meanOut", True)
+    cdef TensorArg a_rstdOut = tensor_arg(rstdOut, "aclnnGroupNorm: rstdOut", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C,
+                                                  c_HxW, c_group, c_eps, a_out.ptr, a_meanOut.ptr,
+                                                  a_rstdOut.ptr, &workspace_size, &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnGroupNorm)
+
+
+def aclnnGroupNorm(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnGroupNorm: runs the executor of phase 1 with a writable workspace of at
+    least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGroupNorm")
+
+
+def group_norm(self, gamma, beta, N, C, HxW, group, eps, *, out=None):
+    """Group normalization of self viewed as [N, C, HxW], with its per (n, group) mean and rstd.
+
+    Functional form of aclnnGroupNorm: allocates the outputs not given in ``out``.
+
+    Args:
+        self: Input, rank 2 to 8, [N, C, ...] with N * C * HxW elements.
+        gamma: Per-channel scale, 1-D [C], dtype of self; null for ones. May be None.
+        beta: Per-channel shift, 1-D [C], dtype of self; null for zeros. May be None.
+        N: Batch size, self's dim 0.
+        C: Channel count, self's dim 1, divisible by group.
+        HxW: Product of self's dims after the first two (1 for a 2-D self).
+        group: Number of groups the C channels are split into (> 0).
+        eps: Added to the variance before the square root (> 0), rounded to float32.
+        out: a tuple (y, mean_out, rstd_out) of writable arrays or None; None entries that
+            are wanted are allocated.
+
+    Returns:
+        A tuple (y, mean_out, rstd_out); masked-off outputs are None.
+        y: Normalized self; shape and dtype of self. Allocated in the memory order of self
+            when that is dense (channels-last, transposed), else C-contiguous.
+        mean_out: Per (n, group) mean, [N, group], dtype of self.
+        rstd_out: Per (n, group) reciprocal standard deviation, [N, group], dtype of self.
+    """
+    N = int64_value(N, "aclnnGroupNorm: N")
+    C = int64_value(C, "aclnnGroupNorm: C")
+    HxW = int64_value(HxW, "aclnnGroupNorm: HxW")
+    group = int64_value(group, "aclnnGroupNorm: group")
+    eps = float_value(eps, "aclnnGroupNorm: eps")
+    self = as_input(self)
+    gamma = as_input(gamma)
+    beta = as_input(beta)
+    y, mean_out, rstd_out = unpack_out(out, 3, "aclnnGroupNorm: out")
+    if y is None and self is not None:
+        y = _new_output(shape_of(self), dtype_of(self), self)
+    if mean_out is None and self is not None:
+        mean_out = _new_output((N, group), dtype_of(self))
+    if rstd_out is None and self is not None:
+        rstd_out = _new_output((N, group), dtype_of(self))
+    _plan_and_run_aclnnGroupNorm(self, gamma, beta, N, C, HxW, group, eps, y, mean_out, rstd_out)
+    return (y, mean_out, rstd_out)
 
 
 # ---- aclnnGroupNormBackward (registry/group_norm_backward.yaml) -------------------------

@@ -93,6 +93,37 @@ DType dtype(const aclTensor* t) { return require(t, "dtype")->dtype; }
 
 const Shape& shape(const aclTensor* t) { return require(t, "shape")->view_dims; }
 
+std::string format_name(const aclTensor* t) {
+  switch (require(t, "format_name")->format) {
+    case ACL_FORMAT_UNDEFINED: return "UNDEFINED";
+    case ACL_FORMAT_NCHW: return "NCHW";
+    case ACL_FORMAT_NHWC: return "NHWC";
+    case ACL_FORMAT_ND: return "ND";
+    case ACL_FORMAT_NC1HWC0: return "NC1HWC0";
+    case ACL_FORMAT_FRACTAL_Z: return "FRACTAL_Z";
+    case ACL_FORMAT_NC1HWC0_C04: return "NC1HWC0_C04";
+    case ACL_FORMAT_HWCN: return "HWCN";
+    case ACL_FORMAT_NDHWC: return "NDHWC";
+    case ACL_FORMAT_FRACTAL_NZ: return "FRACTAL_NZ";
+    case ACL_FORMAT_NCDHW: return "NCDHW";
+    case ACL_FORMAT_NDC1HWC0: return "NDC1HWC0";
+    case ACL_FRACTAL_Z_3D: return "FRACTAL_Z_3D";
+    case ACL_FORMAT_NC: return "NC";
+    case ACL_FORMAT_NCL: return "NCL";
+    default: return "format(" + std::to_string(t->format) + ")";
+  }
+}
+
+bool is_private_format(const aclTensor* t) {
+  switch (require(t, "is_private_format")->format) {
+    case ACL_FORMAT_NC1HWC0: case ACL_FORMAT_NC1HWC0_C04: case ACL_FORMAT_FRACTAL_Z:
+    case ACL_FORMAT_FRACTAL_NZ: case ACL_FORMAT_NDC1HWC0: case ACL_FRACTAL_Z_3D:
+      return true;
+    default:
+      return false;
+  }
+}
+
 DType dtype(const aclScalar* s) { return require(s, "dtype")->dtype; }
 
 double scalar_value(const aclScalar* s) { return require(s, "scalar_value")->value; }
@@ -110,6 +141,14 @@ int64_t checked_mul(std::initializer_list<int64_t> factors) {
   for (int64_t f : factors) {
     if (f < 0 || !mul_ok(n, f, &n)) return -1;
   }
+  return n;
+}
+
+int64_t trailing_numel(const aclTensor* t, int64_t first) {
+  const Shape& dims = require(t, "trailing_numel")->view_dims;
+  int64_t n = 1;
+  for (std::size_t i = first < 0 ? 0 : static_cast<std::size_t>(first); i < dims.size(); ++i)
+    if (dims[i] < 0 || !mul_ok(n, dims[i], &n)) return -1;
   return n;
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
+#include "aclnnop/aclnn_group_norm.h"
 #include "aclnnop/aclnn_group_norm_backward.h"
 #include "aclnnop/aclnn_prelu_backward.h"
 #include "aclnnop/aclnn_softmax_backward.h"
@@ -67,6 +68,38 @@ inline constexpr Param kGridSampler2DBackwardParams[] = {
     {"outputMask", "bool_array"},
     {"inputGrad", "output"},
     {"gridGrad", "output"},
+};
+
+inline aclnnStatus GroupNormGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
+                                             aclOpExecutor** executor) {
+  return aclnnGroupNormGetWorkspaceSize(
+      a.tensor("self"),
+      a.tensor("gamma"),
+      a.tensor("beta"),
+      a.int64("N"),
+      a.int64("C"),
+      a.int64("HxW"),
+      a.int64("group"),
+      a.real("eps"),
+      a.tensor("out"),
+      a.tensor("meanOut"),
+      a.tensor("rstdOut"),
+      workspace_size,
+      executor);
+}
+
+inline constexpr Param kGroupNormParams[] = {
+    {"self", "input"},
+    {"gamma", "input"},
+    {"beta", "input"},
+    {"N", "int64"},
+    {"C", "int64"},
+    {"HxW", "int64"},
+    {"group", "int64"},
+    {"eps", "double"},
+    {"out", "output"},
+    {"meanOut", "output"},
+    {"rstdOut", "output"},
 };
 
 inline aclnnStatus GroupNormBackwardGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
@@ -145,6 +178,7 @@ inline constexpr Param kSoftmaxBackwardParams[] = {
 
 inline constexpr OpEntry kOps[] = {
     {"GridSampler2DBackward", kGridSampler2DBackwardParams, 9, &GridSampler2DBackwardGetWorkspaceSize, &aclnnGridSampler2DBackward},
+    {"GroupNorm", kGroupNormParams, 11, &GroupNormGetWorkspaceSize, &aclnnGroupNorm},
     {"GroupNormBackward", kGroupNormBackwardParams, 13, &GroupNormBackwardGetWorkspaceSize, &aclnnGroupNormBackward},
     {"PreluBackward", kPreluBackwardParams, 5, &PreluBackwardGetWorkspaceSize, &aclnnPreluBackward},
     {"SoftmaxBackward", kSoftmaxBackwardParams, 4, &SoftmaxBackwardGetWorkspaceSize, &aclnnSoftmaxBackward},

@@ -33,6 +33,13 @@ int64_t numel(const aclTensor* t);
 int64_t dim(const aclTensor* t, int64_t i);
 DType dtype(const aclTensor* t);
 const Shape& shape(const aclTensor* t);  // the tensor's own dims: no copy
+// The storage format the tensor was created with (aclCreateTensor's aclFormat) by its name
+// without the ACL_FORMAT_ prefix ("ND", "NCHW", "NHWC", "NC1HWC0", ...; unknown values as
+// "format(99)"), and whether it is one of the NPU's private, blocked formats (NC1HWC0,
+// NC1HWC0_C04, FRACTAL_Z, FRACTAL_NZ, NDC1HWC0, FRACTAL_Z_3D). The Python API creates every
+// tensor as ND.
+std::string format_name(const aclTensor* t);
+bool is_private_format(const aclTensor* t);
 // Scalars and integer arrays (non-null unless said otherwise).
 inline bool present(const aclScalar* s) { return s != nullptr; }
 inline bool present(const aclIntArray* a) { return a != nullptr; }
@@ -47,6 +54,9 @@ Product product();  // the product line whose rules apply (current_product())
 // Product of non-negative factors; -1 when a factor is negative or the product overflows int64,
 // so it never equals a real element count.
 int64_t checked_mul(std::initializer_list<int64_t> factors);
+// Elements of the dims of t from `first` on (1 when first >= rank(t)): the HxW of an [N, C, ...]
+// tensor. -1 when that count overflows int64 (a zero dim elsewhere lets the others be anything).
+int64_t trailing_numel(const aclTensor* t, int64_t first);
 // Dim lists (an integer array of dims, e.g. int_values(dims)) of a tensor of rank `rank`:
 // every entry in [-r, r) with r = max(rank, 1) (a 0-d tensor takes dim 0 or -1, as PyTorch's);
 // and no dim named twice once negative entries are counted from the end (entries out of range

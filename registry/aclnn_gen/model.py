@@ -36,6 +36,7 @@ STATUS_CONSTANTS = {"nullptr": "kParamNullptr", "invalid": "kParamInvalid"}
 CPP_HELPERS = (
     "rank", "numel", "dim", "dtype", "shape", "present", "mask", "product", "to_string",
     "checked_mul", "broadcasts_to", "scalar_value", "int_values", "dims_in_range", "dims_unique",
+    "trailing_numel", "format_name", "is_private_format",
 )
 
 # ---- params -------------------------------------------------------------------------------------

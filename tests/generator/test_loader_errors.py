@@ -51,7 +51,8 @@ DTYPES = ("float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8
           "uint64, bool, complex64, complex128")
 PARAMS = "gradOutput, self, flags, gradInput"
 HELPERS = ("rank, numel, dim, dtype, shape, present, mask, product, to_string, checked_mul, "
-           "broadcasts_to, scalar_value, int_values, dims_in_range, dims_unique")
+           "broadcasts_to, scalar_value, int_values, dims_in_range, dims_unique, trailing_numel, "
+           "format_name, is_private_format")
 
 
 def edit(old: str, new: str, text: str = BASE) -> str:
