@@ -49,8 +49,11 @@ using namespace simd;
 constexpr int64_t kChunk = 2048;
 // Fewest elements worth a thread of their own.
 constexpr int64_t kGrainElems = 16384;
-// Channel rows: rows per chunk hold about kChunk elements.
-constexpr int64_t kRowChunkElems = kChunk;
+// Channel rows: rows per chunk hold about this many elements (64 KiB of fp32: the deviations
+// pass rereads them from L2). Each chunk costs some scalar work per channel (group sums, the
+// blocks' double adds, the normalization's spread coefficients); with 2048-element chunks that
+// work matched the chunk's own ([8, 320, 64, 64] bf16 channels-last: 12.9 ms, torch 2.2).
+constexpr int64_t kRowChunkElems = 16384;
 constexpr int64_t kRowChunkMinPerGroup = 32;
 
 // The statistics of some elements: their mean and the sum of squared deviations from it.
@@ -92,10 +95,10 @@ Moments merge_tree(Moments* parts, int64_t K, Count&& count) {
 // scalar tails give the bits a vector lane would.
 ACLNN_ALWAYS_INLINE float fma1(float a, float b, float c) { return fma(set1(a), set1(b), set1(c))[0]; }
 
-// Vector pair steps summed in fp32 lanes before their sum joins a double: fp32 lanes over a whole
-// chunk (32-256 adds each) left the mean of unit-variance data 2-3x further from the exact one
-// than torch's (8 * 32 * 16 * 16 fp32: 2.8e-8 against 1.4e-8); with blocks of 8 steps it is 1/10.
-constexpr int64_t kBlockSteps = 8;
+// Vector steps (pair steps; channel rows: rows) summed in fp32 lanes before their lanes join a
+// double. Each flush costs a few dozen cycles (lanes_sum): every 8 steps that was a tenth of a
+// call whose data sat in cache.
+constexpr int64_t kBlockSteps = 32;
 
 // The lanes of v added in double, in lane order: the partial sums of a block never round again
 // (reduce_add's fp32 tree rounds at the sum's full size, the largest errors of a short sum).
@@ -106,6 +109,24 @@ ACLNN_ALWAYS_INLINE double lanes_sum(VecF v) {
   for (int i = 0; i < kWidth; ++i) s += lane[i];
   return s;
 }
+
+// A compensated (Kahan) sum in vector lanes: the plain sum's errors grew with the lanes' length
+// and left the mean of unit data 2x further from the exact one than torch's Welford (the mean
+// is the one result whose error is not relative to itself). flush() returns the lanes' sum in
+// double and restarts.
+struct Compensated {
+  VecF sum = zero(), carry = zero();  // carry: what the last adds lost, negated
+  ACLNN_ALWAYS_INLINE void add(VecF v) {
+    const VecF y = v - carry, t = sum + y;
+    carry = (t - sum) - y;
+    sum = t;
+  }
+  ACLNN_ALWAYS_INLINE double flush() {
+    const double s = lanes_sum(sum) - lanes_sum(carry);
+    sum = carry = zero();
+    return s;
+  }
+};
 
 // Calls step(i) for the pair steps [i, i + 2 * kWidth) of [0, len) in blocks of kBlockSteps, then
 // block_end() after each block; returns the index the steps stopped at.
@@ -124,22 +145,21 @@ ACLNN_ALWAYS_INLINE int64_t pair_blocks(int64_t len, Step&& step, BlockEnd&& blo
 // over a block of steps, the blocks' lanes added in double, in order.
 template <class T>
 ACLNN_ALWAYS_INLINE Moments run_moments(const T* p, int64_t len) {
-  VecF s0 = zero(), s1 = zero();
+  Compensated s0, s1;
   double sum = 0.0;
   int64_t i = pair_blocks(
       len,
       [&](int64_t at) __attribute__((always_inline)) {
         const Pair v = load_pair(p + at);
-        s0 = s0 + v.a;
-        s1 = s1 + v.b;
+        s0.add(v.a);
+        s1.add(v.b);
       },
       [&]() __attribute__((always_inline)) {
-        sum += lanes_sum(s0) + lanes_sum(s1);
-        s0 = s1 = zero();
+        sum += s0.flush() + s1.flush();
       });
-  if (i + kWidth <= len) s0 = s0 + load(p + i), i += kWidth;
-  if (i < len) s1 = s1 + load_partial(p + i, len - i);  // zero lanes add nothing
-  sum += lanes_sum(s0) + lanes_sum(s1);
+  if (i + kWidth <= len) s0.add(load(p + i)), i += kWidth;
+  if (i < len) s1.add(load_partial(p + i, len - i));  // zero lanes add nothing
+  sum += s0.flush() + s1.flush();
   const float shift = float(sum / double(len));
   const VecF m = set1(shift);
   VecF q0 = zero(), q1 = zero(), e0 = zero(), e1 = zero();
@@ -191,11 +211,6 @@ struct SplitMean {
 // y[i] = (x[i] - hi - lo) * scale + shift for len elements of one channel.
 template <bool kStream, class T>
 ACLNN_ALWAYS_INLINE void normalize_run(const T* x, T* y, int64_t len, SplitMean mean, float scale, float shift) {
-  if (len < kWidth) {
-    for (int64_t i = 0; i < len; ++i)
-      y[i] = from_float<T>(fma1((to_float(x[i]) - mean.hi) - mean.lo, scale, shift));
-    return;
-  }
   const VecF hi = set1(mean.hi), lo = set1(mean.lo), s = set1(scale), b = set1(shift);
   const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     return fma((load_partial(x + i, count) - hi) - lo, s, b);
@@ -310,22 +325,40 @@ struct Kernel {
   }
 
   // Elements [b, e) of group ng normalized, channel by channel.
+  // ahead: where the next group's same elements are, to prefetch while this group's are
+  // normalized from cache (fused groups), or null. The hardware prefetcher only runs a little
+  // ahead of the stream it follows, so each group's statistics pass would wait on memory:
+  // [32, 64, 56, 56] fp32 G32, one thread, 1.70-1.81 ms with, 2.31 ms without (torch 2.0).
   template <bool kStream>
-  void normalize_range(int64_t ng, int64_t b, int64_t e) const {
+  void normalize_range(int64_t ng, int64_t b, int64_t e, const T* ahead) const {
     const int64_t g = ng % p.G;
     const SplitMean mu = split_mean(ng);
     const float r = rstd()[ng];
     const T* x = x0 + ng * p.m;
     T* y = y0 + ng * p.m;
+    if (p.HxW == 1) {
+      // One element per channel: vectors across the channels (per element the operations of
+      // normalize_run, so the same bits). Channel by channel, [256, 4096] G32 took 4x torch's time.
+      const VecF hi = set1(mu.hi), lo = set1(mu.lo), rv = set1(r);
+      const float* gm = gamma() + g * p.D + b;
+      const float* bt = beta() + g * p.D + b;
+      store_run<kStream>(y + b, e - b, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
+        return fma((load_partial(x + b + i, count) - hi) - lo, rv * load_partial(gm + i, count),
+                   load_partial(bt + i, count));
+      });
+      return;
+    }
     for (int64_t i = b; i < e;) {
       const int64_t c = g * p.D + i / p.HxW, end = std::min(e, (i / p.HxW + 1) * p.HxW);
+      if (ahead != nullptr)
+        for (int64_t j = i; j < end; j += 64 / int64_t(sizeof(T))) __builtin_prefetch(ahead + j);
       normalize_run<kStream>(x + i, y + i, end - i, mu, r * gamma()[c], beta()[c]);
       i = end;
     }
   }
-  void normalize(int64_t ng, int64_t b, int64_t e) const {
-    if (stream) normalize_range<true>(ng, b, e);
-    else normalize_range<false>(ng, b, e);
+  void normalize(int64_t ng, int64_t b, int64_t e, const T* ahead = nullptr) const {
+    if (stream) normalize_range<true>(ng, b, e, ahead);
+    else normalize_range<false>(ng, b, e, ahead);
   }
 
   void run_groups() const {
@@ -336,7 +369,7 @@ struct Kernel {
         for (int64_t ng = begin; ng < end; ++ng) {
           for (int64_t k = 0; k < p.K; ++k) chunk_moments(ng, k);
           finish_group(ng);
-          normalize(ng, 0, p.m);
+          normalize(ng, 0, p.m, ng + 1 < p.NG ? x0 + (ng + 1) * p.m : nullptr);
         }
         if (stream) stream_fence();
       });
@@ -373,15 +406,25 @@ struct Kernel {
     double *totals = wide, *sum = totals + p.G, *sq = sum + C, *dev = sq + C;
     float *block_sum = narrow, *block_sq = block_sum + C, *block_dev = block_sq + C, *spread = block_dev + C;
     const T* x = x0 + (n * p.HxW + k * p.rows) * C;
-    // Rows outer, so that the chunk streams in row by row; per channel the same order.
+    // The sums read the chunk from memory: rows outer, so that it streams in row by row (down
+    // the rows a vector of channels at a time, the hardware prefetcher did not follow: [8, 320,
+    // 64, 64] bf16 3.8-5.7 ms against 3.0). The deviations reread it from L1 or L2: per block of
+    // at most kBlockSteps rows, a vector of channels at a time down the rows (accumulators in
+    // registers). Per channel the rows in order either way.
+    // Compensated as run_moments' sum (block_sq holds the carries meanwhile).
+    float* block_carry = block_sq;
     std::fill(sum, sum + C, 0.0);
     for (int64_t r0 = 0; r0 < R; r0 += kBlockSteps) {
       std::fill(block_sum, block_sum + C, 0.0f);
+      std::fill(block_carry, block_carry + C, 0.0f);
       for (int64_t r = r0; r < std::min(R, r0 + kBlockSteps); ++r)
         for_each_vector(C, [&](int64_t c, int64_t cnt) {
-          store_partial(block_sum + c, load_partial(block_sum + c, cnt) + load_partial(x + r * C + c, cnt), cnt);
+          Compensated acc{load_partial(block_sum + c, cnt), load_partial(block_carry + c, cnt)};
+          acc.add(load_partial(x + r * C + c, cnt));
+          store_partial(block_sum + c, acc.sum, cnt);
+          store_partial(block_carry + c, acc.carry, cnt);
         });
-      for (int64_t c = 0; c < C; ++c) sum[c] += block_sum[c];
+      for (int64_t c = 0; c < C; ++c) sum[c] += double(block_sum[c]) - double(block_carry[c]);
     }
     const double count = double(R * p.D);
     for (int64_t g = 0; g < p.G; ++g) {
@@ -393,14 +436,18 @@ struct Kernel {
     std::fill(sq, sq + C, 0.0);
     std::fill(dev, dev + C, 0.0);
     for (int64_t r0 = 0; r0 < R; r0 += kBlockSteps) {
-      std::fill(block_sq, block_sq + C, 0.0f);
-      std::fill(block_dev, block_dev + C, 0.0f);
-      for (int64_t r = r0; r < std::min(R, r0 + kBlockSteps); ++r)
-        for_each_vector(C, [&](int64_t c, int64_t cnt) {
-          const VecF d = load_partial(x + r * C + c, cnt) - load_partial(spread + c, cnt);
-          store_partial(block_sq + c, fma(d, d, load_partial(block_sq + c, cnt)), cnt);
-          store_partial(block_dev + c, load_partial(block_dev + c, cnt) + d, cnt);
-        });
+      const int64_t r1 = std::min(R, r0 + kBlockSteps);
+      for_each_vector(C, [&](int64_t c, int64_t cnt) {
+        const VecF m = load_partial(spread + c, cnt);
+        VecF q = zero(), e = zero();
+        for (int64_t r = r0; r < r1; ++r) {
+          const VecF d = load_partial(x + r * C + c, cnt) - m;
+          q = fma(d, d, q);
+          e = e + d;
+        }
+        store_partial(block_sq + c, q, cnt);
+        store_partial(block_dev + c, e, cnt);
+      });
       for (int64_t c = 0; c < C; ++c) sq[c] += block_sq[c], dev[c] += block_dev[c];
     }
     for (int64_t g = 0; g < p.G; ++g) {
@@ -439,6 +486,22 @@ struct Kernel {
   }
 
   void run_channel_rows() const {
+    if (p.N >= 4 * int64_t(num_threads())) {
+      // Enough samples: one task per sample, statistics then normalization while the sample is
+      // still in L2 (as fused groups: 1 read of x from memory instead of 2).
+      parallel_tasks(p.N, p.lane_slots, [&](int64_t n, int64_t worker) {
+        float* l = lanes(worker);
+        for (int64_t k = 0; k < p.K; ++k)
+          row_chunk_moments(n, k, reinterpret_cast<double*>(l), l + 2 * (p.G + 3 * p.C));
+        for (int64_t g = 0; g < p.G; ++g) finish_row_group(n * p.G + g);
+        for (int64_t k = 0; k < p.K; ++k) {
+          if (stream) row_normalize<true>(n, k, l);
+          else row_normalize<false>(n, k, l);
+        }
+        if (stream) stream_fence();
+      });
+      return;
+    }
     const int64_t tasks = p.N * p.K;
     parallel_tasks(tasks, p.lane_slots, [&](int64_t t, int64_t worker) {
       float* l = lanes(worker);
