@@ -462,7 +462,7 @@ OPS = (
         'python': 'group_norm',
         'kernel': 'group_norm',
         'summary': 'Group normalization of self viewed as [N, C, HxW], with its per (n, group) mean and rstd.',
-        'description': "The input is viewed as [N, C, HxW] (HxW = product of the dims after the first two, 1 for a 2-D\nself), its C channels split into `group` groups of D = C / group channels. For each (n, g) over\nthe D * HxW elements of the group: mean = sum(x) / m, var = sum((x - mean)^2) / m (biased, as\ntorch.ops.aten.native_group_norm), rstd = 1 / sqrt(var + eps) with eps rounded to float32 first,\nand out = (x - mean) * rstd * gamma[c] + beta[c]. meanOut and rstdOut ([N, group]) hold mean and\nrstd (not the variance) in self's dtype. gamma null means ones, beta null zeros (the document\nlists them as required, the library's checks accept null). An empty self (N, C or HxW 0) fills\nmeanOut with 0 and rstdOut with NaN and leaves out alone. Math in fp32, the sums in a fixed\norder: per chunk of 2048 elements of a group the sum, then the sum of squared deviations from\nthe chunk's own mean, the chunks' (mean, M2) merged pairwise in a fixed tree (Chan's formula),\nso x is read twice (statistics, normalization) and the variance never suffers the cancellation\nof sum(x^2) - m*mean^2. Formats: the checks compare the storage formats aclCreateTensor\nrecorded (the Python API creates every tensor as ND); the document's advice eps >= 1e-5 is\nadvice only, the checks require eps > 0.",
+        'description': "The input is viewed as [N, C, HxW] (HxW = product of the dims after the first two, 1 for a 2-D\nself), its C channels split into `group` groups of D = C / group channels. For each (n, g) over\nthe D * HxW elements of the group: mean = sum(x) / m, var = sum((x - mean)^2) / m (biased, as\ntorch.ops.aten.native_group_norm), rstd = 1 / sqrt(var + eps) with eps rounded to float32 first,\nand out = (x - mean) * rstd * gamma[c] + beta[c]. meanOut and rstdOut ([N, group]) hold mean and\nrstd (not the variance) in self's dtype. gamma null means ones, beta null zeros (the document\nlists them as required, the library's checks accept null). An empty self (N, C or HxW 0) fills\nmeanOut with 0 and rstdOut with NaN and leaves out alone. The element math is fp32 in a\nfixed order: per chunk of 2048 elements of a group a compensated sum gives a mean m', then the\nsums of (x - m') and (x - m')^2 give the corrected two-pass mean and M2; chunks merge pairwise\nin a fixed tree (Chan's formula, in double), so x is read twice (statistics, normalization),\nthe variance never suffers the cancellation of sum(x^2) - m*mean^2, and mean, rstd and out are\nat least as accurate as torch's at the native dtype. Formats: the checks compare the storage\nformats aclCreateTensor recorded (the Python API creates every tensor as ND). The document\nadvises eps >= 1e-5 for accuracy; the checks require only eps > 0.",
         'source': '',
         'yaml': 'registry/group_norm.yaml',
         'products': ['atlas_training', 'atlas_a2', 'atlas_inference'],
@@ -629,7 +629,7 @@ OPS = (
                 'doc': '161001: self, out, meanOut or rstdOut is null (gamma and beta may be).',
                 'message': None,
                 'when': None,
-                'line': 71,
+                'line': 72,
             },
             {
                 'index': 2,
@@ -640,7 +640,7 @@ OPS = (
                 'doc': '161002: self is not a supported dtype of the product line.',
                 'message': None,
                 'when': None,
-                'line': 74,
+                'line': 75,
                 'set': 'float',
             },
             {
@@ -652,7 +652,7 @@ OPS = (
                 'doc': '161002: gamma, beta (when given), out, meanOut or rstdOut differs in dtype from self.',
                 'message': None,
                 'when': None,
-                'line': 78,
+                'line': 79,
             },
             {
                 'index': 4,
@@ -663,7 +663,7 @@ OPS = (
                 'doc': '161002: group is not greater than 0.',
                 'message': 'group is {group}, expected group > 0',
                 'when': None,
-                'line': 81,
+                'line': 82,
                 'check': 'group > 0',
             },
             {
@@ -675,7 +675,7 @@ OPS = (
                 'doc': '161002: C is not divisible by group.',
                 'message': 'C {C} is not divisible by group {group}',
                 'when': None,
-                'line': 85,
+                'line': 86,
                 'check': 'C % group == 0',
             },
             {
@@ -687,7 +687,7 @@ OPS = (
                 'doc': '161002: eps is not greater than 0 (NaN included).',
                 'message': 'eps is {eps}, expected eps > 0',
                 'when': None,
-                'line': 89,
+                'line': 90,
                 'check': 'eps > 0',
             },
             {
@@ -699,7 +699,7 @@ OPS = (
                 'doc': '161002: self has fewer than 2 or more than 8 dims.',
                 'message': 'self has {rank(self)} dims, expected 2 to 8',
                 'when': None,
-                'line': 93,
+                'line': 94,
                 'check': 'rank(self) >= 2 && rank(self) <= 8',
             },
             {
@@ -711,7 +711,7 @@ OPS = (
                 'doc': 'Tensors have at most 8 dims.',
                 'message': None,
                 'when': None,
-                'line': 97,
+                'line': 98,
                 'rank': 8,
             },
             {
@@ -723,7 +723,7 @@ OPS = (
                 'doc': "161002: out's shape differs from self's.",
                 'message': None,
                 'when': None,
-                'line': 101,
+                'line': 102,
             },
             {
                 'index': 10,
@@ -734,7 +734,7 @@ OPS = (
                 'doc': '161002: meanOut or rstdOut is not [N, group].',
                 'message': None,
                 'when': None,
-                'line': 104,
+                'line': 105,
                 'shape': 'Shape{N, group}',
             },
             {
@@ -746,7 +746,7 @@ OPS = (
                 'doc': "161002: self's dim 0 is not N.",
                 'message': "self's dim 0 is {dim(self, 0)}, expected N = {N}",
                 'when': None,
-                'line': 108,
+                'line': 109,
                 'check': 'dim(self, 0) == N',
             },
             {
@@ -758,7 +758,7 @@ OPS = (
                 'doc': "161002: self's dim 1 is not C.",
                 'message': "self's dim 1 is {dim(self, 1)}, expected C = {C}",
                 'when': None,
-                'line': 112,
+                'line': 113,
                 'check': 'dim(self, 1) == C',
             },
             {
@@ -770,7 +770,7 @@ OPS = (
                 'doc': "161002: the product of self's dims after the first two (1 for a 2-D self) is not HxW.",
                 'message': "self's dims after the first two hold {trailing_numel(self, 2)} elements, expected HxW = {HxW}",
                 'when': None,
-                'line': 116,
+                'line': 117,
                 'check': 'trailing_numel(self, 2) == HxW',
             },
             {
@@ -782,7 +782,7 @@ OPS = (
                 'doc': '161002: self does not have N * C * HxW elements.',
                 'message': None,
                 'when': None,
-                'line': 120,
+                'line': 121,
                 'value': 'checked_mul({N, C, HxW})',
             },
             {
@@ -794,7 +794,7 @@ OPS = (
                 'doc': "161002: gamma is given and is not 1-D of C elements (the document's 'and' reads 'or' in the checks).",
                 'message': 'gamma has shape {shape(gamma)}, expected [{C}]',
                 'when': 'present(gamma)',
-                'line': 124,
+                'line': 125,
                 'check': 'rank(gamma) == 1 && dim(gamma, 0) == C',
             },
             {
@@ -806,7 +806,7 @@ OPS = (
                 'doc': '161002: beta is given and is not 1-D of C elements.',
                 'message': 'beta has shape {shape(beta)}, expected [{C}]',
                 'when': 'present(beta)',
-                'line': 129,
+                'line': 130,
                 'check': 'rank(beta) == 1 && dim(beta, 0) == C',
             },
             {
@@ -818,7 +818,7 @@ OPS = (
                 'doc': "161002: self's storage format differs from out's.",
                 'message': "self's format {format_name(self)} differs from out's {format_name(out)}",
                 'when': None,
-                'line': 134,
+                'line': 135,
                 'check': 'format_name(self) == format_name(out)',
             },
             {
@@ -830,7 +830,7 @@ OPS = (
                 'doc': "161002: self's storage format is a private one (NC1HWC0, ...), NHWC, HWCN or NDHWC.",
                 'message': "self's format {format_name(self)} is not supported (ND, NCL, NCHW or NCDHW)",
                 'when': None,
-                'line': 138,
+                'line': 139,
                 'check': '!is_private_format(self) && format_name(self) != "NHWC" && format_name(self) != "HWCN" && format_name(self) != "NDHWC"',
             },
         ],

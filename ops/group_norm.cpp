@@ -5,16 +5,17 @@
 // gamma absent = ones, beta absent = zeros; meanOut and rstdOut get mean and rstd.
 //
 // Statistics in one read of x, numerically a two-pass algorithm: a group is cut into chunks of
-// kChunk elements (fixed by the shape); per chunk the sum gives a mean m', then, on the chunk
-// while it is still in L1, q = sum (x - m')^2 and e = sum (x - m'), which correct it: mean = m' +
-// e / n, M2 = q - e^2 / n (the corrected two-pass formula: the rounding of m' drops out, which
-// matters when |mean| >> std). The element math is fp32 in vector lanes over blocks of a few
-// steps; the blocks' sums, the chunks' moments and their merges are double (one per 256
-// elements or fewer: no measurable cost). Chunks merge pairwise in a fixed tree (Chan):
+// kChunk elements (fixed by the shape); per chunk a compensated sum gives a mean m', then, on the
+// chunk while it is still in L1, q = sum (x - m')^2 and e = sum (x - m'): M2 = q - e^2 / n (the
+// corrected two-pass formula: the rounding of m' drops out), and the mean is sum / n, or m' + e/n
+// where it dwarfs the spread (see moments_of). The element math is fp32 in vector lanes over
+// blocks of kBlockSteps steps; the blocks' lanes, the chunks' moments and their merges are
+// double (a handful of operations per block). Chunks merge pairwise in a fixed tree (Chan):
 //   delta = mean_b - mean_a,  mean = mean_a + delta * n_b / n,  M2 = M2_a + M2_b + delta^2 * n_a n_b / n
-// So the variance never comes from sum(x^2) - m * mean^2, and the
-// rounding grows with log(chunks), not with the group's length. The normalize pass reads x a
-// second time: 2 reads and 1 write of the tensor in all.
+// So the variance never comes from sum(x^2) - m * mean^2, and the rounding grows with
+// log(chunks), not with the group's length. out subtracts the mean as a float pair (SplitMean),
+// and rstd is rounded once from double. The normalize pass reads x a second time: 2 reads and 1
+// write of the tensor in all (fused groups reread it from cache).
 //
 // Schedules (the bits depend on the shape and layout only, never on the thread count, since every
 // partial is the same computation whoever runs it):

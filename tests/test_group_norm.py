@@ -3,14 +3,16 @@
 With D = C / group and each (n, g) group's m = D * HxW elements x:
     mean = sum x / m,  var = sum (x - mean)^2 / m,  rstd = 1 / sqrt(var + float32(eps))
     out  = (x - mean) * rstd * gamma[c] + beta[c]      (gamma ones, beta zeros when None)
-The kernel works in fp32: per chunk of 2048 elements a sum and then the squared deviations from
-the chunk's mean, chunks merged pairwise (Chan). Its error is bounded (u = 2^-24, A = mean |x| of
-the group, S = |gamma| * rstd) by
+The kernel works in fp32: per chunk of 2048 elements a compensated sum, then the deviations from
+the chunk's mean and their squares, in lanes over blocks of at most 32 steps flushed to double;
+chunks merged pairwise (Chan). Its error is bounded (u = 2^-24, A = mean |x| of the group,
+S = |gamma| * rstd) by
     mean: u_out*|mean| + tiny + KU * A
     rstd: u_out*rstd   + tiny + KU * rstd
     out:  u_out*|out|  + tiny + KU * (S * (|x - mean| + A) + |beta|)
-with KU = 300 u (the longest chain of fp32 adds in a lane is 2048 / 8 on the baseline level, the
-merges add a few more roundings per level of the tree).
+with KU = 300 u, a generous cover of the fp32 roundings (32 adds per lane in a block, the
+deviations themselves, the final fp32 operations); the comparison with torch at the native dtype
+is the tight check.
 """
 from __future__ import annotations
 

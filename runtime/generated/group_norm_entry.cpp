@@ -42,7 +42,7 @@ namespace {
 
 constexpr const char* kOpName = "aclnnGroupNorm";
 
-// dtype set 'float' (registry/group_norm.yaml:24) on the current product line.
+// dtype set 'float' (registry/group_norm.yaml:25) on the current product line.
 DTypeList dtypes_float() {
   static const DType atlas_training[] = {DType::Float32, DType::Float16};
   static const DType atlas_a2[] = {DType::Float32, DType::Float16, DType::BFloat16};
@@ -81,7 +81,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
   static_cast<void>(HxW);
   static_cast<void>(group);
   static_cast<void>(eps);
-  // Rule 1 (not_null, registry/group_norm.yaml:71): 161001: self, out, meanOut or rstdOut is null
+  // Rule 1 (not_null, registry/group_norm.yaml:72): 161001: self, out, meanOut or rstdOut is null
   //   (gamma and beta may be).
   if (!present(self)) {
     return reject(kParamNullptr, kOpName, "self must not be null");
@@ -103,14 +103,14 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
   if (const aclnnStatus failed = check_layout(kOpName, "out", out)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "meanOut", meanOut)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "rstdOut", rstdOut)) return failed;
-  // Rule 2 (dtype_in, registry/group_norm.yaml:74): 161002: self is not a supported dtype of the
+  // Rule 2 (dtype_in, registry/group_norm.yaml:75): 161002: self is not a supported dtype of the
   //   product line.
   if (!dtypes_float().contains(dtype(self))) {
     return reject(kParamInvalid, kOpName,
                   "self has dtype " + to_string(dtype(self)) + ", not supported on " +
                   to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
-  // Rule 3 (same_dtype, registry/group_norm.yaml:78): 161002: gamma, beta (when given), out,
+  // Rule 3 (same_dtype, registry/group_norm.yaml:79): 161002: gamma, beta (when given), out,
   //   meanOut or rstdOut differs in dtype from self.
   if (present(gamma) && dtype(gamma) != dtype(self)) {
     return reject(kParamInvalid, kOpName,
@@ -137,29 +137,29 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                   "rstdOut has dtype " + to_string(dtype(rstdOut)) + ", expected " +
                   to_string(dtype(self)) + " (the dtype of self)");
   }
-  // Rule 4 (check, registry/group_norm.yaml:81): 161002: group is not greater than 0.
+  // Rule 4 (check, registry/group_norm.yaml:82): 161002: group is not greater than 0.
   if (!(group > 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("group is ") + to_string(group) + ", expected group > 0");
   }
-  // Rule 5 (check, registry/group_norm.yaml:85): 161002: C is not divisible by group.
+  // Rule 5 (check, registry/group_norm.yaml:86): 161002: C is not divisible by group.
   if (!(C % group == 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("C ") + to_string(C) + " is not divisible by group " +
                   to_string(group));
   }
-  // Rule 6 (check, registry/group_norm.yaml:89): 161002: eps is not greater than 0 (NaN included).
+  // Rule 6 (check, registry/group_norm.yaml:90): 161002: eps is not greater than 0 (NaN included).
   if (!(eps > 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("eps is ") + to_string(eps) + ", expected eps > 0");
   }
-  // Rule 7 (check, registry/group_norm.yaml:93): 161002: self has fewer than 2 or more than 8
+  // Rule 7 (check, registry/group_norm.yaml:94): 161002: self has fewer than 2 or more than 8
   //   dims.
   if (!(rank(self) >= 2 && rank(self) <= 8)) {
     return reject(kParamInvalid, kOpName,
                   std::string("self has ") + to_string(rank(self)) + " dims, expected 2 to 8");
   }
-  // Rule 8 (max_rank, registry/group_norm.yaml:97): Tensors have at most 8 dims.
+  // Rule 8 (max_rank, registry/group_norm.yaml:98): Tensors have at most 8 dims.
   if (present(gamma) && rank(gamma) > 8) {
     return reject(kParamInvalid, kOpName,
                   "gamma has rank " + to_string(rank(gamma)) + ", more than the supported 8");
@@ -180,13 +180,13 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
     return reject(kParamInvalid, kOpName,
                   "rstdOut has rank " + to_string(rank(rstdOut)) + ", more than the supported 8");
   }
-  // Rule 9 (same_shape, registry/group_norm.yaml:101): 161002: out's shape differs from self's.
+  // Rule 9 (same_shape, registry/group_norm.yaml:102): 161002: out's shape differs from self's.
   if (shape(out) != shape(self)) {
     return reject(kParamInvalid, kOpName,
                   "out has shape " + to_string(shape(out)) + ", expected " +
                   to_string(shape(self)) + " (the shape of self)");
   }
-  // Rule 10 (shape_equals, registry/group_norm.yaml:104): 161002: meanOut or rstdOut is not [N,
+  // Rule 10 (shape_equals, registry/group_norm.yaml:105): 161002: meanOut or rstdOut is not [N,
   //   group].
   {
     const Shape expected = Shape{N, group};
@@ -204,19 +204,19 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                     to_string(expected));
     }
   }
-  // Rule 11 (check, registry/group_norm.yaml:108): 161002: self's dim 0 is not N.
+  // Rule 11 (check, registry/group_norm.yaml:109): 161002: self's dim 0 is not N.
   if (!(dim(self, 0) == N)) {
     return reject(kParamInvalid, kOpName,
                   std::string("self's dim 0 is ") + to_string(dim(self, 0)) + ", expected N = " +
                   to_string(N));
   }
-  // Rule 12 (check, registry/group_norm.yaml:112): 161002: self's dim 1 is not C.
+  // Rule 12 (check, registry/group_norm.yaml:113): 161002: self's dim 1 is not C.
   if (!(dim(self, 1) == C)) {
     return reject(kParamInvalid, kOpName,
                   std::string("self's dim 1 is ") + to_string(dim(self, 1)) + ", expected C = " +
                   to_string(C));
   }
-  // Rule 13 (check, registry/group_norm.yaml:116): 161002: the product of self's dims after the
+  // Rule 13 (check, registry/group_norm.yaml:117): 161002: the product of self's dims after the
   //   first two (1 for a 2-D self) is not HxW.
   if (!(trailing_numel(self, 2) == HxW)) {
     return reject(kParamInvalid, kOpName,
@@ -224,7 +224,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                   to_string(trailing_numel(self, 2)) + " elements, expected HxW = " +
                   to_string(HxW));
   }
-  // Rule 14 (numel_equals, registry/group_norm.yaml:120): 161002: self does not have N * C * HxW
+  // Rule 14 (numel_equals, registry/group_norm.yaml:121): 161002: self does not have N * C * HxW
   //   elements.
   {
     const int64_t expected = checked_mul({N, C, HxW});
@@ -234,7 +234,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                     count_to_string(expected) + " (N * C * HxW)");
     }
   }
-  // Rule 15 (check, registry/group_norm.yaml:124): 161002: gamma is given and is not 1-D of C
+  // Rule 15 (check, registry/group_norm.yaml:125): 161002: gamma is given and is not 1-D of C
   //   elements (the document's 'and' reads 'or' in the checks).
   if (present(gamma)) {
     if (!(rank(gamma) == 1 && dim(gamma, 0) == C)) {
@@ -243,7 +243,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                     to_string(C) + "]");
     }
   }
-  // Rule 16 (check, registry/group_norm.yaml:129): 161002: beta is given and is not 1-D of C
+  // Rule 16 (check, registry/group_norm.yaml:130): 161002: beta is given and is not 1-D of C
   //   elements.
   if (present(beta)) {
     if (!(rank(beta) == 1 && dim(beta, 0) == C)) {
@@ -252,14 +252,14 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* gamma, const aclTen
                     to_string(C) + "]");
     }
   }
-  // Rule 17 (check, registry/group_norm.yaml:134): 161002: self's storage format differs from
+  // Rule 17 (check, registry/group_norm.yaml:135): 161002: self's storage format differs from
   //   out's.
   if (!(format_name(self) == format_name(out))) {
     return reject(kParamInvalid, kOpName,
                   std::string("self's format ") + to_string(format_name(self)) +
                   " differs from out's " + to_string(format_name(out)));
   }
-  // Rule 18 (check, registry/group_norm.yaml:138): 161002: self's storage format is a private one
+  // Rule 18 (check, registry/group_norm.yaml:139): 161002: self's storage format is a private one
   //   (NC1HWC0, ...), NHWC, HWCN or NDHWC.
   if (!(!is_private_format(self) && format_name(self) != "NHWC" && format_name(self) != "HWCN" && format_name(self) != "NDHWC")) {
     return reject(kParamInvalid, kOpName,
