@@ -36,9 +36,14 @@ class KernelExecutor final : public aclOpExecutor {
   explicit KernelExecutor(const KernelSet<Args>& kernels) : kernels_(kernels) {}
 
   Args args;  // filled by the entry point after validation
+  // Set instead of args when a succeed rule ended phase 1 (registry/README.md): the call has
+  // nothing to compute, and its tensors may be ones no kernel could take (more than 8 dims).
+  bool run_nothing = false;
 
-  uint64_t workspace_bytes() const { return kernels_.at(isa).workspace(args); }
-  aclnnStatus run(void* workspace) override { return kernels_.at(isa).run(args, workspace); }
+  uint64_t workspace_bytes() const { return run_nothing ? 0 : kernels_.at(isa).workspace(args); }
+  aclnnStatus run(void* workspace) override {
+    return run_nothing ? kSuccess : kernels_.at(isa).run(args, workspace);
+  }
 
  private:
   const KernelSet<Args>& kernels_;

@@ -7,7 +7,7 @@ from typing import Dict, List, Tuple
 from .exprs import display_expr
 
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
-                    Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
+                    Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, Succeed, ValueIn)
 
 from .vocabulary import MAX_DIMS, MAX_INT_ARRAY  # aclnn_cpu::kMaxDims, kMaxIntArray
 
@@ -180,6 +180,9 @@ def describe_rule(op: Op, rule: Rule) -> str:
         text = f"{names(rule.params)} in {{{', '.join(str(v) for v in rule.values)}}}"
     elif isinstance(rule, Check):
         text = rule.check
+    elif isinstance(rule, Succeed):
+        return (f"success at once when {rule.when}: workspace 0, nothing written, no later "
+                f"check (the implicit ones included)")
     else:  # pragma: no cover - the loader knows every kind
         raise AssertionError(rule.kind)
     optional = [n for n in rule.tensor_params() if op.param(n).may_be_absent

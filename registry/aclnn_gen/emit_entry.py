@@ -15,7 +15,7 @@ from .analysis import (MAX_DIMS, PHASE2_PARAMS, banner, c_param_type, implicit_r
 from .exprs import cpp_string_literal as lit
 from .exprs import cpp_identifiers, display_expr, parse_template, template_to_cpp
 from .model import (BroadcastsTo, Check, DimEquals, DtypeIn, MaxRank, NotNull, NumelEquals, Op,
-                    Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
+                    Param, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, Succeed, ValueIn)
 from .text import wrap
 
 # (namespace, guard macro or None) per ISA level, in KernelSet's (aclnn_cpu::Isa's) order.
@@ -69,6 +69,10 @@ class _Checks:
         head = f"Rule {index} ({rule.kind}, {self.op.path}:{rule.line})"
         out = wrap(f"{head}{': ' + rule.doc if rule.doc else ''}", 99, "  // ", "  //   ")
         indent = "  "
+        if isinstance(rule, Succeed):
+            return out + [f"  if ({rule.when}) {{",
+                          "    *run_nothing = true;  // no later rule, and nothing to compute",
+                          "    return kSuccess;", "  }"]
         if rule.when:
             out.append(f"  if ({rule.when}) {{")
             indent = "    "
@@ -180,6 +184,11 @@ class _Checks:
         return checks
 
 
+def _succeeds(op: Op) -> bool:
+    """Whether a succeed rule may end phase 1 early (the validator then says so)."""
+    return any(isinstance(rule, Succeed) for rule in op.rules)
+
+
 def _split_concat(expr: str) -> List[str]:
     """Splits a C++ `a + b + c` expression at its top-level ` + ` (not inside () or strings)."""
     pieces: List[str] = []
@@ -244,7 +253,10 @@ def _validator(op: Op) -> List[str]:
     out = ["// The rules of registry/{0} in order; masked-off outputs arrive as null.".format(
         op.path.split("/")[-1]),
         "// Returns kSuccess or the first failure (its message recorded by reject())."]
-    out.append(prototype("validate", [_validator_param(p) for p in op.params], 0) + " {")
+    params = [_validator_param(p) for p in op.params]
+    if _succeeds(op):
+        params.append("bool* run_nothing")
+    out.append(prototype("validate", params, 0) + " {")
     def null_check(name: str) -> List[str]:
         return [f"  if ({name} == nullptr) {{",
                 f"    return reject(kParamNullptr, kOpName, {lit(f'{name} must not be null')});",
@@ -367,8 +379,18 @@ def emit(op: Op) -> Tuple[str, str]:
             out.append(f"    const aclTensor* const {_active(p)} = "
                        f"mask({p.mask.array}, {p.mask.index}) ? {p.name} : nullptr;")
     call = ", ".join(_active(p) for p in op.params)
+    if _succeeds(op):
+        out.append("    bool run_nothing = false;")
+        call += ", &run_nothing"
     out += wrap(f"const aclnnStatus status = validate({call});", 95, "    ", "        ")
     out += ["    if (status != kSuccess) return status;"]
+    if _succeeds(op):
+        out += ["    if (run_nothing) {  // a succeed rule held: workspace 0, phase 2 computes nothing",
+                f"      std::unique_ptr<{exe}> ex(new {exe}(kKernels));",
+                "      ex->run_nothing = true;", "      ex->op_name = kOpName;",
+                "      aclOpExecutor* const planned = register_executor(ex.get());",
+                "      ex.release();  // the runtime's executor registry owns it now",
+                "      *executor = planned;", "      return kSuccess;", "    }"]
     # After the document's rules (whose statuses come first): the kernels load whole elements.
     for p in op.params:
         if p.is_tensor:

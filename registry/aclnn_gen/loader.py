@@ -24,7 +24,8 @@ from .exprs import (CPP_ALLOWED_NAMES, Placeholder, cpp_calls, cpp_identifiers, 
                     unbalanced)
 from .model import (Alloc, BroadcastsTo, Check, DimEquals, DimRef, DtypeIn, DtypeSet, Example,
                     ExampleTensor, MaskRef, MaxRank, NotNull, NumelEquals, Op, Param,
-                    PythonKwarg, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, ValueIn)
+                    PythonKwarg, RankEquals, Rule, SameDtype, SameShape, ShapeEquals, Succeed,
+                    ValueIn)
 from .naming import is_c_identifier, is_python_identifier, python_name, snake_case
 
 
@@ -83,6 +84,7 @@ RULE_KINDS: Dict[str, Tuple[Dict[str, bool], type]] = {
     "dim_equals": ({"dims": True}, DimEquals),
     "value_in": ({"params": True, "values": True}, ValueIn),
     "check": ({"check": True}, Check),
+    "succeed": ({}, Succeed),
 }
 
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a boolean", float: "a number",
@@ -614,6 +616,14 @@ class _OpReader:
                 if not values:
                     raise self.err(keys["values"][1], f"'values' of {what} must not be empty")
                 fields["values"] = tuple(values)
+            if kind == "succeed":
+                # It returns success, so it has no status or message; and it must say when.
+                for key in ("status", "message"):
+                    if key in keys:
+                        raise self.err(keys[key][0], f"{what} succeeds; it takes no '{key}'")
+                if common["when"] is None:
+                    raise self.err(item, f"missing key 'when' in {what} "
+                                         f"(the condition under which phase 1 succeeds at once)")
             if kind == "check":
                 fields["check"] = self._cpp(keys["check"][1], f"'check' of {what}")
                 if common["message"] is None:

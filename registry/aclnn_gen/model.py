@@ -212,6 +212,16 @@ class Check(Rule):
     check: str = ""                # C++ bool expression that must hold
 
 
+@dataclass(frozen=True)
+class Succeed(Rule):
+    """When `when` holds, phase 1 succeeds at once: workspace 0, no later rule (declared or
+    implicit) is checked and phase 2 computes nothing (Softmax's empty self)."""
+
+    @property
+    def status_code(self) -> int:
+        return 0
+
+
 # ---- example and op -----------------------------------------------------------------------------
 
 

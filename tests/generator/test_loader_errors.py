@@ -46,7 +46,7 @@ PARAM_KEYS = "name, kind, doc, optional, mask, py, default, size, alloc"
 TOP_KEYS = ("name, python, kernel, source, summary, description, products, dtype_sets, params, "
             "python_kwargs, rules, example, benchmark")
 RULE_KINDS = ("not_null, max_rank, rank, dtype_in, same_dtype, same_shape, shape_equals, "
-              "numel_equals, broadcasts_to, dim_equals, value_in, check")
+              "numel_equals, broadcasts_to, dim_equals, value_in, check, succeed")
 DTYPES = ("float32, float16, bfloat16, float64, int8, int16, int32, int64, uint8, uint16, uint32, "
           "uint64, bool, complex64, complex128")
 PARAMS = "gradOutput, self, flags, gradInput"
@@ -284,6 +284,27 @@ def test_check_without_message(tmp_path):
     text = BASE + '  - kind: check\n    check: "rank(self) > 0"\n'
     assert load_error(tmp_path, text) == (
         f"{FILE}:29: missing key 'message' in rule 3 (check) (a check needs words for its failure)")
+
+
+def test_succeed_without_when(tmp_path):
+    text = BASE + "  - kind: succeed\n    doc: nothing to do\n"
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:29: missing key 'when' in rule 3 (succeed) "
+        f"(the condition under which phase 1 succeeds at once)")
+
+
+@pytest.mark.parametrize("key,value", [("status", "invalid"), ("message", "empty")])
+def test_succeed_takes_no_status_or_message(tmp_path, key, value):
+    text = BASE + f'  - kind: succeed\n    when: "numel(self) == 0"\n    {key}: {value}\n'
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:31: rule 3 (succeed) succeeds; it takes no '{key}'")
+
+
+def test_succeed_uses_tensor_before_its_not_null(tmp_path):
+    text = edit("rules:\n", 'rules:\n  - kind: succeed\n    when: "numel(self) == 0"\n')
+    assert load_error(tmp_path, text) == (
+        f"{FILE}:24: rule 1 (succeed) uses 'self' before any not_null rule covers it "
+        f"(null-check tensors first)")
 
 
 def test_unknown_status(tmp_path):

@@ -391,6 +391,17 @@ OPS = (
                 'line': 92,
                 'check': 'mode == 0',
             },
+            {
+                'index': 17,
+                'kind': 'succeed',
+                'status': 0,
+                'params': [],
+                'summary': 'success at once when numel(self) == 0: workspace 0, nothing written, no later check (the implicit ones included)',
+                'doc': 'An empty self has nothing to compute (the implicit checks are skipped).',
+                'message': None,
+                'when': 'numel(self) == 0',
+                'line': 97,
+            },
         ],
         'example': {
             'dtype': 'float32',

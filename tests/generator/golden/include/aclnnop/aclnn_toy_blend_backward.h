@@ -63,6 +63,9 @@ extern "C" {
  *   161002: int_values(dims).size() <= static_cast<uint64_t>(rank(self)) — only when
  *     present(dims)
  *   161002: mode == 0 — only when keepDims
+ *   0: success at once when numel(self) == 0: workspace 0, nothing written, no later check (the
+ *     implicit ones included) [An empty self has nothing to compute (the implicit checks are
+ *     skipped).]
  *   161002: the checks every op shares (layout within int64, at most 8 dims, outputs writable
  *     and overlapping nothing; see docs/ops.md).
  *   561000 (ACLNN_ERR_INNER): out of memory or an internal error.

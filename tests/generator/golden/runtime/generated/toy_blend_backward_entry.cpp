@@ -87,7 +87,7 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                      const aclScalar* alpha, const aclScalar* beta, double eps,
                      const aclIntArray* dims, int64_t axis, int64_t mode, bool keepDims,
                      const aclBoolArray* outputMask, const aclTensor* gradSelf,
-                     const aclTensor* gradScale) {
+                     const aclTensor* gradScale, bool* run_nothing) {
   if (outputMask == nullptr) {
     return reject(kParamNullptr, kOpName, "outputMask must not be null");
   }
@@ -245,6 +245,12 @@ aclnnStatus validate(const aclTensor* gradOut, const aclTensor* self, const aclT
                     std::string("keepDims needs mode 0, got ") + to_string(mode));
     }
   }
+  // Rule 17 (succeed, registry/toy_blend_backward.yaml:97): An empty self has nothing to compute
+  //   (the implicit checks are skipped).
+  if (numel(self) == 0) {
+    *run_nothing = true;  // no later rule, and nothing to compute
+    return kSuccess;
+  }
   // Implicit: at most 8 dims (TensorView) where no rule said so.
   if (const aclnnStatus failed = check_max_rank(kOpName, "gradSelf", gradSelf, 8)) return failed;
   if (const aclnnStatus failed = check_max_rank(kOpName, "gradScale", gradScale, 8)) return failed;
@@ -290,9 +296,19 @@ extern "C" ACLNN_API aclnnStatus aclnnToyBlendBackwardGetWorkspaceSize(
     // A masked-off output is never touched: from here on it counts as absent.
     const aclTensor* const active_gradSelf = mask(outputMask, 0) ? gradSelf : nullptr;
     const aclTensor* const active_gradScale = mask(outputMask, 1) ? gradScale : nullptr;
+    bool run_nothing = false;
     const aclnnStatus status = validate(gradOut, self, scale, alpha, beta, eps, dims, axis,
-        mode, keepDims, outputMask, active_gradSelf, active_gradScale);
+        mode, keepDims, outputMask, active_gradSelf, active_gradScale, &run_nothing);
     if (status != kSuccess) return status;
+    if (run_nothing) {  // a succeed rule held: workspace 0, phase 2 computes nothing
+      std::unique_ptr<ToyBlendBackwardExecutor> ex(new ToyBlendBackwardExecutor(kKernels));
+      ex->run_nothing = true;
+      ex->op_name = kOpName;
+      aclOpExecutor* const planned = register_executor(ex.get());
+      ex.release();  // the runtime's executor registry owns it now
+      *executor = planned;
+      return kSuccess;
+    }
     if (const aclnnStatus failed = check_aligned(kOpName, "gradOut", gradOut)) return failed;
     if (const aclnnStatus failed = check_aligned(kOpName, "self", self)) return failed;
     if (const aclnnStatus failed = check_aligned(kOpName, "scale", scale)) return failed;
