@@ -17,6 +17,7 @@
 namespace py = pybind11;
 
 extern "C" int aclnn_cpu_simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path);
+extern "C" void aclnn_cpu_simd_selftest_exp(int double_precision, const void* src, void* dst, int64_t n);
 
 namespace {
 
@@ -108,6 +109,16 @@ void simd_convert(py::buffer src, int from, py::buffer dst, int to, int path) {
     throw py::value_error("path is 0 (vectors), 1 (pairs), 2 (streamed pairs) or 3 (scalar)");
 }
 
+void simd_exp(py::buffer src, py::buffer dst) {
+  py::buffer_info in = src.request(), out = dst.request(true);
+  if (in.format != out.format || (in.format != "f" && in.format != "d"))
+    throw py::value_error("src and dst must both be float32 or both float64");
+  if (out.size != in.size) throw py::value_error("src and dst sizes differ");
+  for (const py::buffer_info* b : {&in, &out})
+    if (b->ndim != 1 || b->strides[0] != b->itemsize) throw py::value_error("src and dst must be contiguous 1-D");
+  aclnn_cpu_simd_selftest_exp(in.format == "d", in.ptr, out.ptr, in.size);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_config, m) {
@@ -164,6 +175,9 @@ PYBIND11_MODULE(_config, m) {
         "Test hook: converts contiguous src into dst with the active level's SIMD loads and "
         "stores (aclDataType codes of float32, float16, bfloat16; path 0 vectors, 1 pairs, 2 streamed, 3 the "
         "scalar element conversions).");
+  m.def("simd_exp", &simd_exp, py::arg("src"), py::arg("dst"),
+        "Test hook: dst = exp(src) with the active level's SIMD exp (contiguous float32 or "
+        "float64 arrays).");
 
   m.def("version", [] { return std::string(aclnn_cpu::version()); }, "Library version.");
   m.def("openmp", &aclnn_cpu::built_with_openmp, "Whether the library was built with OpenMP.");

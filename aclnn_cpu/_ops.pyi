@@ -14,8 +14,8 @@ __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSiz
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
            'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
-           'aclnnPreluBackward', 'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize',
-           'aclnnSoftmaxBackward']
+           'aclnnPreluBackward', 'softmax', 'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax',
+           'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
 
 
 def grid_sampler2d_backward(grad_output: Array, input: Array, grid: Array,
@@ -94,6 +94,20 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput: Optional[Array], self: Option
 def aclnnPreluBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
                        stream: Any = None) -> None:
     """Phase 2 of aclnnPreluBackward: runs the executor."""
+
+
+def softmax(self: Array, dim: int, *, out: Optional[Array] = None, out_dtype: Any = None) -> Array:
+    """Softmax along dim, out = exp(self - max) / sum(exp(self - max), dim)."""
+
+
+def aclnnSoftmaxGetWorkspaceSize(self: Optional[Array], dim: int,
+                                 out: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnSoftmax: returns (workspace_size, executor)."""
+
+
+def aclnnSoftmax(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                 stream: Any = None) -> None:
+    """Phase 2 of aclnnSoftmax: runs the executor."""
 
 
 def softmax_backward(grad_output: Array, output: Array, dim: int, *, out: Optional[Array] = None,

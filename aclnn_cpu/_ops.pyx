@@ -18,8 +18,8 @@ __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSiz
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
            'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
-           'aclnnPreluBackward', 'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize',
-           'aclnnSoftmaxBackward']
+           'aclnnPreluBackward', 'softmax', 'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax',
+           'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
 
 
 cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
@@ -506,6 +506,80 @@ def prelu_backward(grad_output, self, weight, *, out=None):
         grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight))
     _plan_and_run_aclnnPreluBackward(grad_output, self, weight, grad_input, grad_weight)
     return (grad_input, grad_weight)
+
+
+# ---- aclnnSoftmax (registry/softmax.yaml) -----------------------------------------------
+
+cdef extern from "aclnnop/aclnn_softmax.h" nogil:
+    aclnnStatus c_aclnnSoftmaxGetWorkspaceSize "aclnnSoftmaxGetWorkspaceSize"(
+        const aclTensor* self, int64_t dim, aclTensor* out, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
+    aclnnStatus c_aclnnSoftmax "aclnnSoftmax"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnSoftmaxGetWorkspaceSize(self, dim, out):
+    """Phase 1 of aclnnSoftmax: validates and plans. Softmax along dim, out = exp(self - max) /
+    sum(exp(self - max), dim). Returns (workspace_size, executor); raises an AclnnError subclass
+    carrying the status on a broken rule."""
+    cdef int64_t c_dim = int64_value(dim, "aclnnSoftmax: dim")
+    cdef TensorArg a_self = tensor_arg(self, "aclnnSoftmax: self", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnSoftmax: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
+                                                &executor)
+    raise_for_status(status)
+    keep = (a_self, a_out)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnSoftmax", c_aclnnSoftmax,
+                                        keep)
+
+
+cdef object _plan_and_run_aclnnSoftmax(self, dim, out):
+    """aclnnSoftmaxGetWorkspaceSize, then aclnnSoftmax with this thread's workspace."""
+    cdef int64_t c_dim = int64_value(dim, "aclnnSoftmax: dim")
+    cdef TensorArg a_self = tensor_arg(self, "aclnnSoftmax: self", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnSoftmax: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
+                                                &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnSoftmax)
+
+
+def aclnnSoftmax(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnSoftmax: runs the executor of phase 1 with a writable workspace of at
+    least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnSoftmax")
+
+
+def softmax(self, dim, *, out=None, out_dtype=None):
+    """Softmax along dim, out = exp(self - max) / sum(exp(self - max), dim).
+
+    Functional form of aclnnSoftmax: allocates the outputs not given in ``out``.
+
+    Args:
+        self: The input.
+        dim: The dimension to normalise over, in [-n, n) with n = max(rank, 1).
+        out: where to write out (any writable strided array); allocated when None.
+        out_dtype: dtype of the allocated out (float16, float32, float64 or bfloat16);
+            default: that of self
+
+    Returns:
+        out: The result; shape of self, any supported float dtype. Allocated in the memory
+            order of self when that is dense (channels-last, transposed), else C-contiguous.
+    """
+    dim = int64_value(dim, "aclnnSoftmax: dim")
+    self = as_input(self)
+    if out is None and self is not None:
+        out = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
+    _plan_and_run_aclnnSoftmax(self, dim, out)
+    return out
 
 
 # ---- aclnnSoftmaxBackward (registry/softmax_backward.yaml) ------------------------------

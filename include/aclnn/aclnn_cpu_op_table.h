@@ -13,6 +13,7 @@
 #include "aclnnop/aclnn_group_norm.h"
 #include "aclnnop/aclnn_group_norm_backward.h"
 #include "aclnnop/aclnn_prelu_backward.h"
+#include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_softmax_backward.h"
 
 namespace aclnn_cpu_op_table {
@@ -158,6 +159,22 @@ inline constexpr Param kPreluBackwardParams[] = {
     {"gradWeight", "output"},
 };
 
+inline aclnnStatus SoftmaxGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
+                                           aclOpExecutor** executor) {
+  return aclnnSoftmaxGetWorkspaceSize(
+      a.tensor("self"),
+      a.int64("dim"),
+      a.tensor("out"),
+      workspace_size,
+      executor);
+}
+
+inline constexpr Param kSoftmaxParams[] = {
+    {"self", "input"},
+    {"dim", "int64"},
+    {"out", "output"},
+};
+
 inline aclnnStatus SoftmaxBackwardGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
                                                    aclOpExecutor** executor) {
   return aclnnSoftmaxBackwardGetWorkspaceSize(
@@ -181,6 +198,7 @@ inline constexpr OpEntry kOps[] = {
     {"GroupNorm", kGroupNormParams, 11, &GroupNormGetWorkspaceSize, &aclnnGroupNorm},
     {"GroupNormBackward", kGroupNormBackwardParams, 13, &GroupNormBackwardGetWorkspaceSize, &aclnnGroupNormBackward},
     {"PreluBackward", kPreluBackwardParams, 5, &PreluBackwardGetWorkspaceSize, &aclnnPreluBackward},
+    {"Softmax", kSoftmaxParams, 3, &SoftmaxGetWorkspaceSize, &aclnnSoftmax},
     {"SoftmaxBackward", kSoftmaxBackwardParams, 4, &SoftmaxBackwardGetWorkspaceSize, &aclnnSoftmaxBackward},
 };
 

@@ -2,7 +2,9 @@
 // loads and stores bit for bit against ml_dtypes/NumPy (aclnn_cpu._config.simd_convert). Not a
 // kernel and not part of the C API. Compiled once per ISA level, like ops/; the baseline copy
 // also holds the dispatcher (aclnn_cpu_simd_selftest_convert), which exists once.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "aclnn_cpu/isa.h"
 #include "aclnn_cpu/simd.h"
@@ -76,7 +78,28 @@ bool convert_from(int to, const void* src, void* dst, int64_t n, int path) {
   }
 }
 
+// exp over n values, whole vectors then a tail through a zero-padded buffer.
+template <class M, class V, int kLanes>
+void exp_all(const M* src, M* dst, int64_t n) {
+  for (int64_t i = 0; i < n; i += kLanes) {
+    M buffer[kLanes] = {};
+    const int64_t count = std::min<int64_t>(kLanes, n - i);
+    std::memcpy(buffer, src + i, count * sizeof(M));
+    V v;
+    std::memcpy(&v, buffer, sizeof v);
+    v = exp(v);
+    std::memcpy(buffer, &v, sizeof v);
+    std::memcpy(dst + i, buffer, count * sizeof(M));
+  }
+}
+
 }  // namespace
+
+// simd.h's exp: double_precision false: fp32 lanes (VecF), true: fp64 lanes (VecD).
+void simd_selftest_exp(bool double_precision, const void* src, void* dst, int64_t n) {
+  if (double_precision) exp_all<double, VecD, kWidthD>(static_cast<const double*>(src), static_cast<double*>(dst), n);
+  else exp_all<float, VecF, kWidth>(static_cast<const float*>(src), static_cast<float*>(dst), n);
+}
 
 // from/to: aclDataType codes of float32, float16, bfloat16; path: 0 vectors, 1 pairs, 2 streamed
 // pairs, 3 scalar.
@@ -100,6 +123,7 @@ namespace aclnn_cpu {
 #define ACLNN_DECLARE_SELFTEST(name, level) \
   namespace isa_##name { \
   bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path); \
+  void simd_selftest_exp(bool double_precision, const void* src, void* dst, int64_t n); \
   }
 ACLNN_FOR_EACH_COMPILED_ISA(ACLNN_DECLARE_SELFTEST)
 #undef ACLNN_DECLARE_SELFTEST
@@ -120,5 +144,19 @@ extern "C" __attribute__((visibility("default"))) int aclnn_cpu_simd_selftest_co
     default: ok = isa_baseline::simd_selftest_convert(from, to, src, dst, n, path); break;
   }
   return ok ? 0 : -1;
+}
+
+// dst = exp(src) for n float32 (double_precision 0) or float64 (1) values with the active
+// level's simd.h exp. For tests only.
+extern "C" __attribute__((visibility("default"))) void aclnn_cpu_simd_selftest_exp(
+    int double_precision, const void* src, void* dst, int64_t n) {
+  using namespace aclnn_cpu;
+  switch (active_isa()) {
+#define ACLNN_DISPATCH_SELFTEST(name, level) \
+    case Isa::level: return isa_##name::simd_selftest_exp(double_precision != 0, src, dst, n);
+    ACLNN_FOR_EACH_COMPILED_ISA(ACLNN_DISPATCH_SELFTEST)
+#undef ACLNN_DISPATCH_SELFTEST
+    default: return isa_baseline::simd_selftest_exp(double_precision != 0, src, dst, n);
+  }
 }
 #endif  // ACLNN_ISA_LEVEL == 0
