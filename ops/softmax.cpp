@@ -378,42 +378,56 @@ void rows_path(const T* x, O* out, int64_t rows, int64_t n, MathOf<T>* partials)
 // ---------------------------------------------------------------------------------------------
 // Columns: a [size x width] tile at stride `inner`, vectorised across the width.
 
+// A tile's exponentials are kept for the quotients (computing them twice cost more than the
+// memory traffic) where [size x width] of them fit this buffer; a tile whose dim is too long
+// for a useful width computes them again instead.
+constexpr int64_t kTileBufferBytes = 128 << 10;
+template <class M>
+constexpr int64_t kTileBuffer = kTileBufferBytes / int64_t(sizeof(M));
+
 template <bool kStream, class T, class O>
 void column_tile(const T* x, O* out, int64_t size, int64_t inner, int64_t width) {
   using M = MathOf<T>;
   constexpr int64_t L = kLanes<M>;
   alignas(64) M mx[kMaxBlock], sum[kMaxBlock], carry[kMaxBlock];
+  alignas(64) M e[kTileBuffer<M>];
   for (int64_t j = 0; j < width; j += L) {
     store_m(mx + j, splat<M>(kMinusInf<M>));
     store_m(sum + j, splat<M>(0));
     store_m(carry + j, splat<M>(0));
   }
-  const int64_t full = width - width % L, tail = width - full;
+  const int64_t full = width - width % L, tail = width - full, padded = full + (tail > 0 ? L : 0);
+  const bool buffered = size * padded <= kTileBuffer<M>;
   const auto each = [&](auto&& fn) __attribute__((always_inline)) {
     for (int64_t d = 0; d < size; ++d) {
-      for (int64_t j = 0; j < full; j += L) fn(d * inner + j, j, load_m(x + d * inner + j), L);
-      if (tail > 0) fn(d * inner + full, full, load_m(x + d * inner + full, tail), tail);
+      for (int64_t j = 0; j < full; j += L) fn(d, j, load_m(x + d * inner + j), L);
+      if (tail > 0) fn(d, full, load_m(x + d * inner + full, tail), tail);
     }
   };
   each([&](int64_t, int64_t j, Vec<M> v, int64_t) { store_m(mx + j, max(load_m(mx + j), v)); });
-  each([&](int64_t, int64_t j, Vec<M> v, int64_t) {
+  each([&](int64_t d, int64_t j, Vec<M> v, int64_t) {
     Vec<M> s = load_m(sum + j), c = load_m(carry + j);
-    add_compensated(s, c, exp(v - load_m(mx + j)));
+    const Vec<M> ev = exp(v - load_m(mx + j));
+    if (buffered) store_m(e + d * padded + j, ev);
+    add_compensated(s, c, ev);
     store_m(sum + j, s);
     store_m(carry + j, c);
   });
+  // The exponential of element (d, j): kept, or computed again (the same value).
+  const auto exp_at = [&](int64_t d, int64_t j, int64_t count) __attribute__((always_inline)) {
+    return buffered ? load_m(e + d * padded + j) : exp(load_m(x + d * inner + j, count) - load_m(mx + j));
+  };
   if constexpr (std::is_same<M, float>::value) {
     for (int64_t d = 0; d < size; ++d) {
-      const T* xd = x + d * inner;
       store_run<kStream>(out + d * inner, width, [&](int64_t j, int64_t count) __attribute__((always_inline)) {
-        const VecF v = exp(load_m(xd + j, count) - load(mx + j)) / load(sum + j);
+        const VecF v = exp_at(d, j, count) / load(sum + j);
         if constexpr (std::is_same<T, O>::value) return v;
         else return round_to<T>(v);
       });
     }
   } else {
-    each([&](int64_t at, int64_t j, Vec<M> v, int64_t count) {
-      store_out<T>(out + at, exp(v - load_m(mx + j)) / load_m(sum + j), count);
+    each([&](int64_t d, int64_t j, Vec<M>, int64_t count) {
+      store_out<T>(out + d * inner + j, exp_at(d, j, count) / load_m(sum + j), count);
     });
   }
 }
@@ -437,13 +451,17 @@ void columns_path(const T* x, O* out, int64_t outer, int64_t size, int64_t inner
 
 struct Layout {
   int64_t outer = 1, size = 1, inner = 1;
-  int64_t width = 0;  // columns: the tile width
 };
 
 // Column tile width: the tile's input stays in L2 between the passes, and there are a few
 // tiles per thread where the call is worth threads. The sums do not depend on it.
-int64_t tile_width(const Layout& l, int64_t itemsize, int64_t lanes) {
-  int64_t width = kTileBytes / std::max<int64_t>(1, l.size * itemsize);
+template <class T>
+int64_t tile_width(const Layout& l) {
+  constexpr int64_t lanes = kLanes<MathOf<T>>;
+  int64_t width = kTileBytes / std::max<int64_t>(1, l.size * int64_t(sizeof(T)));
+  // Narrower where that keeps the exponentials in the tile buffer, down to 4 vectors.
+  const int64_t buffered = kTileBuffer<MathOf<T>> / std::max<int64_t>(1, l.size);
+  if (buffered >= 4 * lanes) width = std::min(width, buffered);
   if (l.outer * l.size * l.inner >= 2 * kGrainElems)
     width = std::min(width, (l.outer * l.inner + 4 * num_threads() - 1) / (4 * num_threads()));
   width = std::min(std::max<int64_t>(lanes, width - width % lanes), kMaxBlock);
@@ -535,7 +553,7 @@ void run_path(const Prepared& p, void* workspace, int64_t width) {
 template <class T, class O>
 void run_typed(const Prepared& p, void* workspace) {
   const Layout& l = p.l;
-  const int64_t width = l.inner > 1 ? tile_width(l, int64_t(sizeof(T)), kLanes<MathOf<T>>) : 0;
+  const int64_t width = l.inner > 1 ? tile_width<T>(l) : 0;
   const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (sizeof(T) + sizeof(O));
   const O* out = p.args.out.ptr<O>();
   const bool fits = l.inner > 1 ? stream_runs_fit(out, uint64_t(width) * sizeof(O), uint64_t(std::gcd(width, l.inner)) * sizeof(O))
