@@ -9,8 +9,9 @@
 //     shorter than kShortRow go in flat blocks of several rows (a per-row reduction would cost
 //     more than the row);
 //   * columns (inner > 1): vectorised across inner, in tiles of [size x width] whose max, sum
-//     and quotients run over the tile while it stays in cache (each column over the dim in
-//     order, so the tiling cannot change a result).
+//     and quotients run over the tile while it stays in cache, the exponentials kept in a
+//     stack buffer where they fit (each column over the dim in order, so the tiling cannot
+//     change a result).
 // Operands in a dense permutation of row-major that they share (channels-last, a transpose)
 // take their dims in memory order first; anything else is copied to dense buffers in the
 // workspace and back (dense_copy.h), which gives the bits of the same call on contiguous
