@@ -849,7 +849,52 @@ OPS = (
             },
             'attributes': {'N': 2, 'C': 3, 'HxW': 4, 'group': 1, 'eps': 1e-05},
         },
-        'benchmark': None,
+        'benchmark': {
+            'name': 'group_norm_forward',
+            'aliases': ['group_norm_forward', 'gn_forward', 'gn_fwd'],
+            'order': None,
+            'targets': {'speedup': 1.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {'N': 'N', 'C': 'C', 'HxW': 'H * W', 'group': 'G', 'eps': '1e-5'},
+            'inputs': {
+                'self': 'normal((N, C, H, W), 1.5, 0.3)',
+                'gamma': 'normal((C,), 0.1, 1.0)',
+                'beta': 'normal((C,), 0.1)',
+            },
+            'moved': None,
+            'describe': 'N{N} C{C} {H}x{W} G{G}',
+            'peer': {
+                'prepare': {'kernel': 'torch.ops.aten.native_group_norm'},
+                'call': 'kernel(self, gamma, beta, N, C, HxW, group, eps)',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'SD UNet 64x64 b8',
+                    'params': {'N': 8, 'C': 320, 'H': 64, 'W': 64, 'G': 32},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'SD UNet 32x32 b2',
+                    'params': {'N': 2, 'C': 640, 'H': 32, 'W': 32, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'SD UNet 16x16 b2',
+                    'params': {'N': 2, 'C': 1280, 'H': 16, 'W': 16, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'VAE decoder b1',
+                    'params': {'N': 1, 'C': 128, 'H': 256, 'W': 256, 'G': 32},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {'N': 2, 'C': 8, 'H': 4, 'W': 4, 'G': 2},
+                    'suites': ['smoke'],
+                },
+            ],
+        },
     },
     {
         'name': 'aclnnGroupNormBackward',
@@ -1730,7 +1775,44 @@ OPS = (
             'inputs': {'self': {'shape': [4, 2], 'data': [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]}},
             'attributes': {'dim': 0},
         },
-        'benchmark': None,
+        'benchmark': {
+            'name': 'softmax_forward',
+            'aliases': ['softmax_forward', 'softmax_fwd'],
+            'order': None,
+            'targets': {'speedup': 1.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {'dim': 'dim'},
+            'inputs': {'self': 'normal(shape, 2.0)'},
+            'moved': None,
+            'describe': '{list(shape)} dim={dim}',
+            'peer': {
+                'prepare': {'kernel': 'torch._softmax'},
+                'call': 'kernel(self, dim, False)',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'attention BERT b8',
+                    'params': {'shape': (96, 128, 128), 'dim': -1},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'attention L512 b4',
+                    'params': {'shape': (32, 512, 512), 'dim': -1},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'logits b256',
+                    'params': {'shape': (256, 1000), 'dim': -1},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'inner dim',
+                    'params': {'shape': (32, 128, 1024), 'dim': 1},
+                    'suites': ['full'],
+                },
+                {'label': 'tiny', 'params': {'shape': (4, 32), 'dim': -1}, 'suites': ['smoke']},
+            ],
+        },
     },
     {
         'name': 'aclnnSoftmaxBackward',

@@ -596,7 +596,8 @@ def _background_note(machine: Dict) -> str:
 
 
 def format_markdown(rows: List[Dict], overhead: List[Dict], machine: Dict, settings: Dict) -> str:
-    lines = [f"Measured {machine['date_utc']} UTC on {machine['cpu']} ({machine['usable_cpus']} usable CPUs, "
+    # The date stays in the JSON: a results table in the docs describes the code as it is.
+    lines = [f"Measured on {machine['cpu']} ({machine['usable_cpus']} usable CPUs, "
              f"last-level cache {machine['last_level_cache_bytes'] >> 20} MiB), ISA in use `{machine.get('isa')}`, "
              f"aclnn_cpu {machine.get('aclnn_cpu')}, torch {machine.get('torch')}, numpy {machine['numpy']}, "
              f"Python {machine['python']}. {settings['rounds']} rounds, samples >= "
