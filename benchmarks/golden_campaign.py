@@ -1,14 +1,15 @@
-"""Golden campaign: every case of ATK case files through `python -m aclnn_cpu golden`, each
-written case checked against PyTorch float64 recomputed from its written inputs.
+"""Golden campaign: every case of ATK case files through the golden generator, each written
+case checked against PyTorch float64 recomputed from its written inputs.
 
     python benchmarks/golden_campaign.py [FILES or folders] [--seed S] [--max-bytes B]
-        [--keep DIR] [--markdown OUT.md]
+        [--keep DIR] [--markdown OUT.md] [--json OUT.json]
 
-Default files: every atk_*.json in $ACLNN_CPU_ATK_DIR. One file at a time: the golden command
-runs in a subprocess (as a user runs it), then each case folder is verified and, unless --keep
-names a folder to keep them in, deleted, so the disk holds one file's output at most. Prints one
-line per file (cases, written, skipped and why, seconds to generate, seconds to verify, the worst
-error / bound ratio of a golden) and a Markdown table (docs/golden.md, "Campaign").
+Default files: every atk_*.json in $ACLNN_CPU_ATK_DIR. One case at a time (as
+`python -m aclnn_cpu golden FILE --ids ID` writes it, through the same function): generate,
+verify, delete the folder unless --keep names a folder to keep them in, so the disk holds one
+case at most. Prints one JSON line per file (cases, written, skipped and why, seconds to
+generate, seconds to verify, the worst error / bound ratio of a golden, cases whose fp32
+arithmetic leaves the dtype's range) and a Markdown table (docs/golden.md, "Campaign").
 """
 from __future__ import annotations
 
@@ -17,51 +18,50 @@ import collections
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the float64 references the tests use
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # this checkout's package; the tests' float64 references
 
 
 def campaign_file(path: Path, args, ops, torch, verify) -> dict:
+    from aclnn_cpu import golden
+
     out = Path(args.keep) / path.stem if args.keep else Path(tempfile.mkdtemp(prefix="golden-campaign-"))
-    command = [sys.executable, "-m", "aclnn_cpu", "golden", str(path), "-o", str(out), "--seed", str(args.seed)]
-    if args.max_bytes:
-        command += ["--max-bytes", args.max_bytes]
-    start = time.perf_counter()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    generate_seconds = time.perf_counter() - start
+    budget = golden.parse_bytes(args.max_bytes) if args.max_bytes else None
+    ids = [raw.get("id") for raw in json.loads(path.read_text())]
     reasons = collections.Counter()
-    for line in result.stderr.splitlines():
-        if ": skipped: " in line:
-            reason = line.split(": skipped: ", 1)[1]
+    written, worst, failures, overflow_cases = 0, 0.0, [], 0
+    generate_seconds = verify_seconds = 0.0
+    for case_id in ids:
+        report = golden.generate([str(path)], str(out), ids={case_id}, seed=args.seed, max_bytes=budget)
+        generate_seconds += report.seconds
+        for skipped in report.skipped:
+            reason = skipped.reason
             reasons["over the memory budget" if "over the budget" in reason else reason[:90]] += 1
-        elif line.strip():
-            reasons[f"error: {line[:120]}"] += 1
-    cases = len(json.loads(path.read_text()))
-    folders = sorted(p.parent for p in out.glob("*/*/case.json"))
-    worst, failures, overflow_cases, start = 0.0, [], 0, time.perf_counter()
-    for folder in folders:
-        try:
-            manifest = json.loads((folder / "case.json").read_text())
-            ratios, overflow = verify(torch, folder, ops[manifest["aclnn_name"]])
-            worst = max([worst, *ratios.values()])
-            overflow_cases += bool(overflow)
-        except AssertionError as e:
-            failures.append(f"{folder.name}: {str(e).splitlines()[0][:200]}")
-        if not args.keep:
-            shutil.rmtree(folder)
-    verify_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        for folder in map(Path, report.written):
+            written += 1
+            try:
+                manifest = json.loads((folder / "case.json").read_text())
+                ratios, overflow = verify(torch, folder, ops[manifest["aclnn_name"]])
+                worst = max([worst, *ratios.values()])
+                overflow_cases += bool(overflow)
+            except AssertionError as e:
+                failures.append(f"{case_id}: {str(e).splitlines()[0][:200]}")
+            if not args.keep:
+                shutil.rmtree(folder)
+        verify_seconds += time.perf_counter() - start
+        print(f"{path.name} case {case_id}: {len(report.written)} written, {len(report.skipped)} skipped, "
+              f"{generate_seconds:.0f} s + {verify_seconds:.0f} s so far", file=sys.stderr, flush=True)
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
-    return {"file": path.name, "cases": cases, "written": len(folders), "skipped": dict(reasons),
+    return {"file": path.name, "cases": len(ids), "written": written, "skipped": dict(reasons),
             "generate_s": round(generate_seconds, 1), "verify_s": round(verify_seconds, 1),
-            "worst_ratio": worst, "overflow_cases": overflow_cases, "mismatches": failures,
-            "exit": result.returncode}
+            "worst_ratio": worst, "overflow_cases": overflow_cases, "mismatches": failures}
 
 
 def markdown(rows) -> str:

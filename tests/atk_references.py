@@ -149,35 +149,45 @@ def recompute(torch, folder, registry_op, slice_elements=1 << 25, dtype=np.float
             for name, part, how in zip(names, parts, combine) if part is not None}
 
 
-def check_against(actual, reference, dtype_name, what, overflow=None):
+def check_against(actual, reference, dtype_name, what, overflow=None, chunk=1 << 24):
     """|actual - reference| within actual's rounding of the reference plus REDUCTION_ULPS of the
     golden's roundoff relative to the output's scale; inf and nan exactly where the reference,
     rounded to actual's dtype, has them. `overflow`: positions where the op itself, computed by
     PyTorch in actual's dtype, is not finite while the float64 result is (arithmetic past the
-    dtype's range): there actual must not be finite either. Returns the worst error / bound."""
-    a = np.asarray(actual, dtype=np.float64)
+    dtype's range): there actual must not be finite either. Returns the worst error / bound.
+    Chunk by chunk, so that a gigabyte output needs no float64 copies of its whole."""
+    assert tuple(actual.shape) == tuple(reference.shape), f"{what}: shape {actual.shape}, reference {reference.shape}"
     dtype = np_dtype(dtype_name)
-    with np.errstate(over="ignore"):
-        r = np.asarray(reference).astype(dtype).astype(np.float64)
-    assert a.shape == r.shape, f"{what}: shape {a.shape}, reference {r.shape}"
-    if overflow is not None:
-        assert not np.isfinite(a[overflow]).any(), f"{what}: finite where the op overflows {dtype_name}"
-        r = np.where(overflow, a, r)  # compared as equal there
-    assert np.array_equal(np.isnan(a), np.isnan(r)), f"{what}: nan positions differ ({int(np.isnan(a).sum())} vs {int(np.isnan(r).sum())})"
-    inf = np.isinf(r)
-    assert np.array_equal(np.isinf(a), inf) and np.array_equal(a[inf], r[inf]), f"{what}: inf positions differ"
-    finite = np.isfinite(r)
-    if not finite.any():
-        return 0.0
-    ref = np.asarray(reference, dtype=np.float64)[finite]
-    scale = float(np.max(np.abs(ref)))
+    flat_a, flat_ref = np.asarray(actual).reshape(-1), np.asarray(reference).reshape(-1)
+    flat_over = overflow.reshape(-1) if overflow is not None else None
+    finite_ref = [np.abs(flat_ref[i:i + chunk][np.isfinite(flat_ref[i:i + chunk])]) for i in range(0, flat_ref.size, chunk)]
+    scale = max((float(f.max()) for f in finite_ref if f.size), default=0.0)
     u = UNIT_ROUNDOFF[dtype]
     wide = UNIT_ROUNDOFF[np.dtype(np.float64 if dtype == np.float64 else np.float32)]
-    bound = u * np.abs(ref) + REDUCTION_ULPS * wide * (np.abs(ref) + scale) + np.finfo(np.float64).tiny
-    error = np.abs(a[finite] - ref)
-    worst = float(np.max(error / bound))
-    assert worst <= 1.0, (f"{what}: error up to {worst:.3g} x the bound; max error "
-                          f"{float(np.max(error)):.3g} at scale {scale:.3g}")
+    worst = 0.0
+    for start in range(0, flat_a.size, chunk):
+        a = flat_a[start:start + chunk].astype(np.float64)
+        ref = flat_ref[start:start + chunk].astype(np.float64)
+        with np.errstate(over="ignore"):
+            r = ref.astype(dtype).astype(np.float64)
+        if flat_over is not None:
+            over = flat_over[start:start + chunk]
+            assert not np.isfinite(a[over]).any(), f"{what}: finite where the op overflows {dtype_name}"
+            r = np.where(over, a, r)  # compared as equal there
+        assert np.array_equal(np.isnan(a), np.isnan(r)), \
+            f"{what}: nan positions differ ({int(np.isnan(a).sum())} vs {int(np.isnan(r).sum())} from {start})"
+        inf = np.isinf(r)
+        assert np.array_equal(np.isinf(a), inf) and np.array_equal(a[inf], r[inf]), f"{what}: inf positions differ"
+        finite = np.isfinite(r)
+        if not finite.any():
+            continue
+        ref = ref[finite]
+        bound = u * np.abs(ref) + REDUCTION_ULPS * wide * (np.abs(ref) + scale) + np.finfo(np.float64).tiny
+        error = np.abs(a[finite] - ref)
+        ratio = error / bound
+        worst = max(worst, float(ratio.max()))
+        assert worst <= 1.0, (f"{what}: error up to {worst:.3g} x the bound; max error "
+                              f"{float(np.max(error)):.3g} at scale {scale:.3g}")
     return worst
 
 

@@ -343,3 +343,40 @@ def test_official_case_files(atk_dir, name, tmp_path, torch):
 
 def test_references_cover_registry_ops():
     assert set(OPS) <= set(REFERENCES)
+
+
+def test_verification_catches_a_wrong_golden(written, torch, tmp_path):
+    """The float64 check is not vacuous: one golden element off by 1e-3 of the output's largest
+    magnitude fails it (the bound is 512 float32 ulps of it, about 3e-5), and so does a nan where
+    the reference is finite."""
+    import shutil
+
+    for case, name, index in (("aclnnSoftmaxBackward/2", "out", 17), ("aclnnGroupNormBackward/0", "gradGammaOut", 1)):
+        folder = tmp_path / case.replace("/", "_")
+        shutil.copytree(Path(written) / case, folder)
+        manifest, _ = load_case(folder)
+        entry = next(e for e in manifest["outputs"] if e["name"] == name)
+        path = folder / entry["file"]
+        values = np.fromfile(path, dtype=np.float32)
+        for wrong in (values[index] + 1e-3 * np.abs(values).max(), np.nan):
+            changed = values.copy()
+            changed[index] = wrong
+            changed.tofile(path)
+            with pytest.raises(AssertionError, match=name):
+                verify_case(torch, folder, OPS[manifest["aclnn_name"]])
+
+
+def test_docs_worked_example(tmp_path, monkeypatch, capsys):
+    """docs/golden.md's worked example, run as written from a folder where `gold` was made."""
+    import re
+
+    text = (ROOT / "docs" / "golden.md").read_text()
+    command = re.search(r"python -m aclnn_cpu golden (\S+) -o gold --seed (\d+)", text)
+    monkeypatch.chdir(tmp_path)
+    assert cli(["golden", str(ROOT / command.group(1)), "-o", "gold", "--seed", command.group(2)]) == 0
+    assert cli(["compare", "gold/aclnnGridSampler2DBackward/1", "gold/aclnnGridSampler2DBackward/1"]) == 0
+    assert capsys.readouterr().out.strip().endswith("overall: PASS")
+    scope: dict = {}
+    exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), scope)
+    assert scope["single"].passed and scope["double"].passed
+    assert scope["double"].ratios["mere"] == 1 and 0 < scope["single"].mere < 2.0 ** -10
