@@ -15,7 +15,8 @@ parameter names; arguments map onto the op by position (docs/golden.md).
   drawn uniformly from those intervals;
 - a bare number or `"inf"`/`"-inf"`/`"nan"`: every element that value (a constant fill).
 
-Of an attribute entry: the value itself; a one-element list is that element; a two-element list
+An entry with `"required": false` and `range_values` null is left out: an optional tensor
+becomes absent (null), an attribute takes the op's default. Of an attribute entry: the value itself; a one-element list is that element; a two-element list
 of numbers is a value drawn uniformly from that interval (an integer when both ends are
 integers); `"true"`/`"false"` strings are booleans.
 
@@ -291,6 +292,8 @@ def _argument(position: int, element, where: str) -> Argument:
         if any(item.kind != "attr" for item in items):
             raise CaseError(f"{where}: list arguments of tensors are not supported")
         label = items[0].label
+        if all(not i.required and i.value is None for i in items):
+            return Argument(position, label, "list", required=False)  # the op's default applies
         return Argument(position, label, "list", value=[i.value for i in items],
                         attr_draw=[i.attr_draw for i in items] if any(i.attr_draw for i in items) else None)
     if not isinstance(element, dict):
@@ -303,6 +306,8 @@ def _argument(position: int, element, where: str) -> Argument:
     required = element.get("required", True)
     required = _bool(required, where) if required is not None else True
     if kind in TENSOR_TYPES:
+        if element.get("range_values") is None and not required:
+            return Argument(position, label, "tensor", required=False)  # an optional tensor left out
         dtype = numpy_dtype(element.get("dtype"))
         shape = _shape(element, where)
         dist = parse_distribution(element.get("range_values"), dtype, where)
@@ -310,6 +315,8 @@ def _argument(position: int, element, where: str) -> Argument:
             shape = (0,) + shape[1:] if shape else (0,)
         return Argument(position, label, "tensor", dtype=dtype, shape=shape, distribution=dist, required=required)
     if kind in ATTR_TYPES or kind in LIST_TYPES:
+        if element.get("range_values") is None and not required:
+            return Argument(position, label, "attr", required=False)  # the op's default applies
         value, draw = _attr_value(element, where)
         return Argument(position, label, "attr", value=value, attr_draw=draw, required=required)
     raise CaseError(f"{where}: unknown entry type {kind!r}")

@@ -174,6 +174,15 @@ def plan_case(case: atk.Case, ops: Dict[str, dict]) -> Plan:
                 raise atk.CaseError(f"no value for {param['name']}, which has no default")
             continue
         arg = case.arguments[index]
+        left_out = not arg.required and (arg.distribution is None if arg.kind == "tensor" else arg.value is None)
+        if left_out and param["kind"] == "input" and param["optional"]:
+            absent.append(param["name"])
+            continue
+        if left_out and param.get("has_default"):
+            attrs[param["name"]] = param["default"]
+            continue
+        if left_out:
+            raise atk.CaseError(f"{where}: the case leaves out '{arg.label}', which {op['name']} needs")
         if param["kind"] not in _ARG_KINDS[arg.kind]:
             raise atk.CaseError(f"{where}: the case gives {arg.kind} '{arg.label}' where {op['name']} "
                                 f"takes {param['kind']}")

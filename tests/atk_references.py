@@ -36,7 +36,8 @@ def _softmax_backward(torch, inputs, attrs):
 
 def _group_norm_backward(torch, inputs, attrs):
     grad, x, mean, rstd = (_t(torch, v) for v in inputs[:4])
-    gamma = _t(torch, inputs[4]) if inputs[4] is not None else None
+    # gamma absent means ones (docs/contract.md); the aten op itself fails on a None gamma
+    gamma = _t(torch, inputs[4]) if inputs[4] is not None else torch.ones(attrs["C"], dtype=x.dtype)
     mask = list(attrs["outputMask"])
     out = torch.ops.aten.native_group_norm_backward(grad, x, mean, rstd, gamma, attrs["N"], attrs["C"],
                                                     attrs["HxW"], attrs["group"], mask)

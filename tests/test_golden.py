@@ -145,6 +145,15 @@ def test_group_norm_mean_rstd_derived(written):
     assert [e["name"] for e in manifest["outputs"]] == ["gradInput", "gradBetaOut"]
 
 
+def test_left_out_arguments(written):
+    """`required: false` with range_values null: an optional tensor is absent, an attribute takes
+    the registry's default."""
+    manifest, _ = load_case(Path(written) / "aclnnGroupNormBackward" / "3")
+    assert manifest["absent"] == ["gamma"] and "gamma" not in [e["name"] for e in manifest["inputs"]]
+    manifest, _ = load_case(Path(written) / "aclnnGridSampler2DBackward" / "4")
+    assert manifest["attrs"]["alignCorners"] is False and manifest["attrs"]["outputMask"] == [True, True]
+
+
 def test_deterministic_and_sharded(written, tmp_path):
     """The same seed gives the same bytes; shards 0/3, 1/3, 2/3 together are the whole run."""
     for k in range(3):
