@@ -400,3 +400,30 @@ def test_float32_range_overflow(written, torch):
     assert manifest["nonfinite_outputs"].get("gradInput", 0) > 0
     _, overflow = verify_case(torch, folder, OPS["aclnnGroupNormBackward"])
     assert overflow["gradInput"] == manifest["nonfinite_outputs"]["gradInput"]
+
+
+def test_compare_device_folder(written, tmp_path, capsys):
+    """A device's case folder (its manifest lists its outputs at the case's dtype) against the
+    golden folder: here the same-precision result stands in for the device's. Its rounding to
+    bfloat16 passes the single benchmark, and as its own third party every ratio is 1."""
+    import shutil
+
+    from aclnn_cpu import precision
+
+    golden_folder = Path(written) / "aclnnSoftmaxBackward" / "2"
+    device = tmp_path / "device"
+    shutil.copytree(golden_folder, device)
+    manifest = json.loads((device / "case.json").read_text())
+    manifest["outputs"] = manifest["same_precision"]
+    (device / "case.json").write_text(json.dumps(manifest))
+    for standard in ("single", "double"):
+        assert cli(["compare", str(device), str(golden_folder), "--standard", standard, "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)["outputs"]
+        assert max(o["mere"] for o in report.values()) > 0  # the rounding shows
+        for entry, golden_entry in zip(manifest["same_precision"], load_case(golden_folder)[0]["outputs"]):
+            _, load = load_case(device)
+            expected = precision.compare(load(entry), load(golden_entry), dtype="bfloat16", standard="single")
+            got = report[entry["name"]]
+            assert got["dtype"] == "bfloat16" and got["mere"] == expected.mere and got["mare"] == expected.mare
+            if standard == "double" and got["mere"] > 0:
+                assert got["ratios"]["mere"] == 1 and got["ratios"]["mare"] == 1
