@@ -430,8 +430,10 @@ def select_cases(paths: Sequence[str], ids=None, shard=(0, 1)):
             if ids is not None and case_id not in ids:
                 continue
             selected.append((path, raw))
+    if ids is not None and not selected:
+        raise atk.CaseError(f"no case has an id in --ids ({len(ids)} ids asked for)")
     k, n = shard
-    return selected[k::n]
+    return selected[k::n]  # an empty shard is no error: N may exceed the number of cases
 
 
 class Progress:

@@ -228,6 +228,7 @@ def test_malformed_file(tmp_path, content, message):
 @pytest.mark.parametrize("args, message", [
     (["--ids", "3-1"], "--ids: '3-1'"), (["--shard", "3/3"], "--shard: '3/3'"),
     (["--max-bytes", "lots"], "--max-bytes"), (["--ids", "x"], "--ids: 'x'"),
+    (["--ids", "900-901"], "no case has an id in --ids"),
 ])
 def test_bad_options(tmp_path, args, message):
     code, _, stderr = run_cli("golden", CASES, "-o", tmp_path / "out", *args)
