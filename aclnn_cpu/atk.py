@@ -48,7 +48,7 @@ TENSOR_TYPES = ("tensor",)
 ATTR_TYPES = ("attr", "scalar")
 LIST_TYPES = ("attrs", "attr_tuple", "scalars", "scalar_tuple", "tensors", "tensor_tuple")
 SPECIAL_VALUES = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-_CHUNK = 1 << 22  # elements drawn per step, so a 1 GB tensor needs no 2 GB float64 temporary
+CHUNK = 1 << 22  # elements drawn per step, so a 1 GB tensor needs no 2 GB float64 temporary
 
 
 class CaseError(ValueError):
@@ -97,7 +97,7 @@ class Fill:
     value: float
 
     def describe(self) -> dict:
-        return {"kind": "fill", "value": _json_number(self.value)}
+        return {"kind": "fill", "value": json_number(self.value)}
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def _number(value, where: str) -> float:
     raise CaseError(f"{where}: {value!r} is not a number")
 
 
-def _json_number(value: float):
+def json_number(value: float):
     """inf/nan as the strings the case files use (JSON has no such numbers)."""
     if math.isnan(value):
         return "nan"
@@ -165,7 +165,7 @@ def parse_distribution(spec, dtype: np.dtype, where: str) -> Distribution:
     return Fill(_number(spec, where))
 
 
-def _stream(seed: int, case_id: int, position: int) -> np.random.Generator:
+def stream(seed: int, case_id: int, position: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, int(case_id) & 0xFFFFFFFF, position])
 
 
@@ -185,8 +185,8 @@ def draw_tensor(dist: Distribution, shape: Sequence[int], dtype: np.dtype,
         std = float(rng.uniform(*dist.std_range))
         described.update(mean=mean, std=std)
     integral = dtype.kind in "iub"
-    for start in range(0, flat.size, _CHUNK):
-        count = min(_CHUNK, flat.size - start)
+    for start in range(0, flat.size, CHUNK):
+        count = min(CHUNK, flat.size - start)
         if isinstance(dist, Normal):
             values = rng.normal(mean, std, count)
         elif integral:
@@ -241,7 +241,7 @@ def standard_of(acc) -> str:
     return "double" if "benchmark" in name.lower() else "single"
 
 
-def _bool(value, where: str) -> bool:
+def parse_bool(value, where: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -266,7 +266,7 @@ def _attr_value(entry: dict, where: str):
         else:
             raise CaseError(f"{where}: attribute range_values {raw!r} is neither a value nor [low, high]")
     if dtype in ("bool", "attr_bool"):
-        return _bool(raw, where), None
+        return parse_bool(raw, where), None
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
         return raw.strip().lower() == "true", None
     if isinstance(raw, str) and raw.strip().lower() in SPECIAL_VALUES:
@@ -304,7 +304,7 @@ def _argument(position: int, element, where: str) -> Argument:
         raise CaseError(f"{where}: an entry needs a string 'name' and 'type'")
     where = f"{where} ({label})"
     required = element.get("required", True)
-    required = _bool(required, where) if required is not None else True
+    required = parse_bool(required, where) if required is not None else True
     if kind in TENSOR_TYPES:
         if element.get("range_values") is None and not required:
             return Argument(position, label, "tensor", required=False)  # an optional tensor left out
@@ -377,7 +377,7 @@ def draw_attributes(case: Case, seed: int) -> None:
     for arg in case.arguments:
         if arg.attr_draw is None:
             continue
-        rng = _stream(seed, case.id, arg.position)
+        rng = stream(seed, case.id, arg.position)
         draws = arg.attr_draw if arg.kind == "list" else [arg.attr_draw]
         values = arg.value if arg.kind == "list" else [arg.value]
         drawn = []

@@ -122,13 +122,13 @@ def _convert_attr(param: dict, value, where: str):
                 raise ValueError
             return int(value)
         if kind == "bool":
-            return atk._bool(value, where)
+            return atk.parse_bool(value, where)
         if kind in ("double", "scalar"):
             if isinstance(value, bool) and kind == "double":
                 raise ValueError
             return value if isinstance(value, bool) else float(value)
         if kind == "bool_array":
-            return tuple(atk._bool(v, where) for v in (value if isinstance(value, list) else [value]))
+            return tuple(atk.parse_bool(v, where) for v in (value if isinstance(value, list) else [value]))
         if kind == "int_array":
             values = value if isinstance(value, list) else [value]
             if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
@@ -242,7 +242,7 @@ def _draw(plan: Plan, seed: int) -> Tuple[Dict[str, np.ndarray], dict, dict]:
         if name in derived_names:
             continue
         array, described = atk.draw_tensor(arg.distribution, arg.shape, arg.dtype,
-                                           atk._stream(seed, case.id, arg.position))
+                                           atk.stream(seed, case.id, arg.position))
         arrays[name] = array
         generated[name] = described
     if plan.derived:
@@ -288,15 +288,15 @@ def _write_bin(folder: str, file: str, array: np.ndarray) -> dict:
 
 def _nonfinite(array: np.ndarray) -> int:
     flat = array.reshape(-1)
-    return sum(int(flat[i:i + atk._CHUNK].size - np.count_nonzero(np.isfinite(flat[i:i + atk._CHUNK])))
-               for i in range(0, flat.size, atk._CHUNK))
+    return sum(int(flat[i:i + atk.CHUNK].size - np.count_nonzero(np.isfinite(flat[i:i + atk.CHUNK])))
+               for i in range(0, flat.size, atk.CHUNK))
 
 
 def _json_value(value):
     if isinstance(value, tuple):
         return [_json_value(v) for v in value]
     if isinstance(value, float):
-        return atk._json_number(value)
+        return atk.json_number(value)
     return value
 
 

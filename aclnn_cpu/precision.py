@@ -20,7 +20,7 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from aclnn_cpu.atk import dtype_name
+from aclnn_cpu.atk import CHUNK, dtype_name
 
 EPS = 1e-7
 # Single benchmark: MERE < T, MARE < MARE_RATIO * T.
@@ -36,7 +36,6 @@ SMALL_VALUE_RATIO = 2.0
 STANDARDS = ("single", "double")
 # Relative-error histogram kept for plots: log10 bins from 1e-12 to 1e3 (below: the first bin).
 HISTOGRAM_EDGES = np.linspace(-12.0, 3.0, 151)
-_CHUNK = 1 << 22
 
 
 def _threshold_dtype(dtype) -> str:
@@ -77,9 +76,9 @@ def metrics(actual, golden, dtype) -> Metrics:
         raise ValueError(f"{a.size} elements against a golden of {g.size}")
     m = Metrics()
     total_relative = total_square = 0.0
-    for start in range(0, a.size, _CHUNK):
-        ac = a[start:start + _CHUNK].astype(np.float64)
-        gc = g[start:start + _CHUNK].astype(np.float64)
+    for start in range(0, a.size, CHUNK):
+        ac = a[start:start + CHUNK].astype(np.float64)
+        gc = g[start:start + CHUNK].astype(np.float64)
         finite = np.isfinite(ac) & np.isfinite(gc)
         m.nonfinite += int(finite.size - np.count_nonzero(finite))
         ac, gc = ac[finite], gc[finite]
@@ -111,15 +110,15 @@ def nonfinite_mismatches(actual, golden, third_party=None) -> int:
     a, g = _flat64(actual), _flat64(golden)
     t = _flat64(third_party) if third_party is not None else None
     count = 0
-    for start in range(0, a.size, _CHUNK):
-        ac = a[start:start + _CHUNK].astype(np.float64)
-        gc = g[start:start + _CHUNK].astype(np.float64)
+    for start in range(0, a.size, CHUNK):
+        ac = a[start:start + CHUNK].astype(np.float64)
+        gc = g[start:start + CHUNK].astype(np.float64)
         special = ~(np.isfinite(ac) & np.isfinite(gc))
         if not special.any():
             continue
         ok = _same_nonfinite(ac[special], gc[special])
         if t is not None:
-            ok |= _same_nonfinite(ac[special], t[start:start + _CHUNK].astype(np.float64)[special])
+            ok |= _same_nonfinite(ac[special], t[start:start + CHUNK].astype(np.float64)[special])
         count += int(np.count_nonzero(~ok))
     return count
 

@@ -296,7 +296,7 @@ def test_atk_reader_rejects():
     with pytest.raises(atk.CaseError, match="is not a finite interval"):
         atk.parse_distribution([5, -5], np.dtype(np.float32), "x")
     with pytest.raises(atk.CaseError, match="not a boolean"):
-        atk._bool("yes", "x")
+        atk.parse_bool("yes", "x")
     assert atk.standard_of({"single_bm": {"type": "high_precision"}}) == "single"
     assert atk.standard_of("double_benchmark") == "double" and atk.standard_of("default") == "single"
 
