@@ -347,6 +347,8 @@ def _format(name: str, c: Comparison) -> str:
                  f"MERE {r['mere']:.3g} (<= {c.thresholds['mere']:g}), RMSE {r['rmse']:.3g} "
                  f"(<= {c.thresholds['rmse']:g}), small-value errors {r['small_value_errors']:.3g} "
                  f"(<= {c.thresholds['small_value_errors']:g})")
+    if c.standard == "double" and c.third_party.mare == 0 and c.third_party.elements:
+        line += "; the third party equals the golden, so any difference fails"
     if c.nonfinite_mismatches:
         line += f"; {c.nonfinite_mismatches} inf/nan positions differ"
     return f"{line}: {verdict}"

@@ -428,3 +428,21 @@ def test_compare_device_folder(written, tmp_path, capsys):
             assert got["dtype"] == "bfloat16" and got["mere"] == expected.mere and got["mare"] == expected.mare
             if standard == "double" and got["mere"] > 0:
                 assert got["ratios"]["mere"] == 1 and got["ratios"]["mare"] == 1
+
+
+def test_compare_double_when_golden_is_same_precision(written, tmp_path, capsys):
+    """A float32 case of an op without float64: the third party is the golden itself, so the
+    double benchmark passes an identical result and fails any other, and says why."""
+    import shutil
+
+    folder = Path(written) / "aclnnPreluBackward" / "0"
+    device = tmp_path / "device"
+    shutil.copytree(folder, device)
+    values = np.fromfile(device / "golden_gradInput.bin", np.float32)
+    assert cli(["compare", str(device), str(folder), "--standard", "double"]) == 0
+    capsys.readouterr()
+    values[3] = np.nextafter(values[3], np.float32(np.inf))
+    values.tofile(device / "golden_gradInput.bin")
+    assert cli(["compare", str(device), str(folder), "--standard", "double"]) == 1
+    out = capsys.readouterr().out
+    assert "gradInput" in out and "the third party equals the golden, so any difference fails: FAIL" in out
