@@ -446,3 +446,46 @@ def test_compare_double_when_golden_is_same_precision(written, tmp_path, capsys)
     assert cli(["compare", str(device), str(folder), "--standard", "double"]) == 1
     out = capsys.readouterr().out
     assert "gradInput" in out and "the third party equals the golden, so any difference fails: FAIL" in out
+
+
+def test_an_op_added_to_the_registry_works_unchanged(tmp_path, monkeypatch):
+    """Nothing in the generator names an op: an entry added to the registry (here a stand-in
+    aclnnPrelu with its C parameters self, weight, out and a NumPy body) runs a case file that
+    calls its arguments `x` and `a`, written as the official aclnnPrelu file is."""
+    product = aclnn_cpu.get_product()
+
+    def param(name, kind):
+        return {"name": name, "py_name": name, "kind": kind, "optional": False, "has_default": False,
+                "default": None, "mask": None, "dtypes": {product: ["float32", "float16", "bfloat16"]}}
+
+    stand_in = {"name": "aclnnPrelu", "python": "prelu_stand_in",
+                "params": [param("self", "input"), param("weight", "input"), param("out", "output")]}
+
+    def prelu(self, weight):  # fp32 math, one rounding to the input's dtype
+        x = self.astype(np.float32)
+        w = weight.astype(np.float32).reshape((-1,) + (1,) * max(x.ndim - 2, 0)) if x.ndim >= 2 else weight.astype(np.float32)
+        return np.where(x > 0, x, w * x).astype(self.dtype)
+
+    monkeypatch.setattr(golden, "registry_ops", lambda: {**OPS, "aclnnPrelu": stand_in})
+    monkeypatch.setattr(aclnn_cpu, "prelu_stand_in", prelu, raising=False)
+    nd = {"name": "nd", "mean": [-100, 100], "std": [1, 25]}
+    cases = [{"id": i, "name": "torch.nn.functional.prelu", "aclnn_name": "aclnnPrelu", "api_type": "function_perlu",
+              "standard": {"acc": "single_bm", "perf": "not_key"},
+              "inputs": [{"name": "x", "type": "tensor", "required": True, "dtype": dtype, "shape": shape,
+                          "range_values": nd, "backward": True, "align_32B": None},
+                         {"name": "a", "type": "tensor", "required": True, "dtype": dtype, "shape": [wshape],
+                          "range_values": [-1, 1], "backward": True, "align_32B": None}]}
+             for i, (dtype, shape, wshape) in enumerate([("bf16", [], 1), ("fp16", [2, 3, 4], 3), ("fp32", [5, 2], 1)])]
+    report = golden.generate([str(write_cases(tmp_path / "atk_aclnnPrelu.json", cases))], str(tmp_path / "out"))
+    assert not report.skipped and len(report.written) == 3
+    for folder, (dtype, wide) in zip(sorted(map(Path, report.written)),
+                                     [("bfloat16", "float32"), ("float16", "float32"), ("float32", "float32")]):
+        manifest, load = load_case(folder)
+        assert [e["name"] for e in manifest["inputs"]] == ["self", "weight"]
+        assert [e["name"] for e in manifest["outputs"]] == ["out"] and manifest["golden_dtype"] == wide
+        x, w = (load(e, mmap=False).astype(np.float64) for e in manifest["inputs"])
+        w = w.reshape((-1,) + (1,) * max(x.ndim - 2, 0)) if x.ndim >= 2 else w
+        expected = np.where(x > 0, x, w * x)
+        got = load(manifest["outputs"][0], mmap=False).astype(np.float64)
+        assert np.allclose(got, expected, rtol=2.0 ** -23, atol=0)
+        assert manifest["same_precision"][0]["dtype"] == dtype
