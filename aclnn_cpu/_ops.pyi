@@ -13,9 +13,10 @@ Scalar = Union[float, int, bool, Any]
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
-           'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
-           'aclnnPreluBackward', 'softmax', 'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax',
-           'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+           'aclnnGroupNormBackward', 'prelu', 'aclnnPreluGetWorkspaceSize', 'aclnnPrelu',
+           'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax',
+           'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax', 'softmax_backward',
+           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
 
 
 def grid_sampler2d_backward(grad_output: Array, input: Array, grid: Array,
@@ -78,6 +79,20 @@ def aclnnGroupNormBackwardGetWorkspaceSize(gradOut: Optional[Array], input: Opti
 def aclnnGroupNormBackward(workspace: Any, workspaceSize: int, executor: Optional[Executor],
                            stream: Any = None) -> None:
     """Phase 2 of aclnnGroupNormBackward: runs the executor."""
+
+
+def prelu(self: Array, weight: Array, *, out: Optional[Array] = None) -> Array:
+    """PReLU: out = self where self > 0, else weight[c] * self, with c the channel (dim 1 of self)."""
+
+
+def aclnnPreluGetWorkspaceSize(self: Optional[Array], weight: Optional[Array],
+                               out: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnPrelu: returns (workspace_size, executor)."""
+
+
+def aclnnPrelu(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+               stream: Any = None) -> None:
+    """Phase 2 of aclnnPrelu: runs the executor."""
 
 
 def prelu_backward(grad_output: Array, self: Array, weight: Array, *,

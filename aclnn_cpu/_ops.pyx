@@ -17,9 +17,10 @@ from aclnn_cpu._glue cimport (
 __all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
-           'aclnnGroupNormBackward', 'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize',
-           'aclnnPreluBackward', 'softmax', 'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax',
-           'softmax_backward', 'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+           'aclnnGroupNormBackward', 'prelu', 'aclnnPreluGetWorkspaceSize', 'aclnnPrelu',
+           'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax',
+           'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax', 'softmax_backward',
+           'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
 
 
 cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
@@ -415,6 +416,80 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
     return (grad_input if _mask_on(output_mask, 0, 3) else None,
             grad_gamma_out if _mask_on(output_mask, 1, 3) else None,
             grad_beta_out if _mask_on(output_mask, 2, 3) else None)
+
+
+# ---- aclnnPrelu (registry/prelu.yaml) ---------------------------------------------------
+
+cdef extern from "aclnnop/aclnn_prelu.h" nogil:
+    aclnnStatus c_aclnnPreluGetWorkspaceSize "aclnnPreluGetWorkspaceSize"(
+        const aclTensor* self, const aclTensor* weight, aclTensor* out, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
+    aclnnStatus c_aclnnPrelu "aclnnPrelu"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnPreluGetWorkspaceSize(self, weight, out):
+    """Phase 1 of aclnnPrelu: validates and plans. PReLU: out = self where self > 0, else
+    weight[c] * self, with c the channel (dim 1 of self). Returns (workspace_size, executor);
+    raises an AclnnError subclass carrying the status on a broken rule."""
+    cdef TensorArg a_self = tensor_arg(self, "aclnnPrelu: self", False)
+    cdef TensorArg a_weight = tensor_arg(weight, "aclnnPrelu: weight", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnPrelu: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
+                                              &executor)
+    raise_for_status(status)
+    keep = (a_self, a_weight, a_out)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnPrelu", c_aclnnPrelu, keep)
+
+
+cdef object _plan_and_run_aclnnPrelu(self, weight, out):
+    """aclnnPreluGetWorkspaceSize, then aclnnPrelu with this thread's workspace."""
+    cdef TensorArg a_self = tensor_arg(self, "aclnnPrelu: self", False)
+    cdef TensorArg a_weight = tensor_arg(weight, "aclnnPrelu: weight", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnPrelu: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
+                                              &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnPrelu)
+
+
+def aclnnPrelu(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnPrelu: runs the executor of phase 1 with a writable workspace of at least
+    workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnPrelu")
+
+
+def prelu(self, weight, *, out=None):
+    """PReLU: out = self where self > 0, else weight[c] * self, with c the channel (dim 1 of self).
+
+    Functional form of aclnnPrelu: allocates the outputs not given in ``out``.
+
+    Args:
+        self: Input.
+        weight: PReLU weight, read flattened; 1 element, or one per channel (dim 1 of self
+            when self has >= 2 dims).
+        out: where to write out (any writable strided array); allocated when None.
+
+    Returns:
+        out: Result; shape of self, any supported dtype (the result is cast on write). The
+            functional form allocates it with the promoted dtype of self and weight: theirs
+            when they are equal, else float32. Allocated in the memory order of self when
+            that is dense (channels-last, transposed), else C-contiguous.
+    """
+    self = as_input(self)
+    weight = as_input(weight)
+    if out is None and self is not None and weight is not None:
+        out = _new_output(shape_of(self), dtype_of(self) if dtype_of(self) == dtype_of(weight) else 'float32', self)
+    _plan_and_run_aclnnPrelu(self, weight, out)
+    return out
 
 
 # ---- aclnnPreluBackward (registry/prelu_backward.yaml) ----------------------------------

@@ -12,6 +12,7 @@
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_group_norm.h"
 #include "aclnnop/aclnn_group_norm_backward.h"
+#include "aclnnop/aclnn_prelu.h"
 #include "aclnnop/aclnn_prelu_backward.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_softmax_backward.h"
@@ -139,6 +140,22 @@ inline constexpr Param kGroupNormBackwardParams[] = {
     {"gradBetaOut", "output"},
 };
 
+inline aclnnStatus PreluGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
+                                         aclOpExecutor** executor) {
+  return aclnnPreluGetWorkspaceSize(
+      a.tensor("self"),
+      a.tensor("weight"),
+      a.tensor("out"),
+      workspace_size,
+      executor);
+}
+
+inline constexpr Param kPreluParams[] = {
+    {"self", "input"},
+    {"weight", "input"},
+    {"out", "output"},
+};
+
 inline aclnnStatus PreluBackwardGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
                                                  aclOpExecutor** executor) {
   return aclnnPreluBackwardGetWorkspaceSize(
@@ -197,6 +214,7 @@ inline constexpr OpEntry kOps[] = {
     {"GridSampler2DBackward", kGridSampler2DBackwardParams, 9, &GridSampler2DBackwardGetWorkspaceSize, &aclnnGridSampler2DBackward},
     {"GroupNorm", kGroupNormParams, 11, &GroupNormGetWorkspaceSize, &aclnnGroupNorm},
     {"GroupNormBackward", kGroupNormBackwardParams, 13, &GroupNormBackwardGetWorkspaceSize, &aclnnGroupNormBackward},
+    {"Prelu", kPreluParams, 3, &PreluGetWorkspaceSize, &aclnnPrelu},
     {"PreluBackward", kPreluBackwardParams, 5, &PreluBackwardGetWorkspaceSize, &aclnnPreluBackward},
     {"Softmax", kSoftmaxParams, 3, &SoftmaxGetWorkspaceSize, &aclnnSoftmax},
     {"SoftmaxBackward", kSoftmaxBackwardParams, 4, &SoftmaxBackwardGetWorkspaceSize, &aclnnSoftmaxBackward},

@@ -1,0 +1,257 @@
+// aclnnPrelu kernel: out = self > 0 ? self : weight[c] * self, in fp32 (a NaN self gives itself,
+// as PyTorch's), rounded once on the write to out's dtype. self, weight and out
+// may each have their own dtype; the weight is read once into fp32 in the workspace.
+//
+// The call is one walk over the elements in out's memory order (Walk): self's dims are put in
+// the order of out's strides (outermost first) and neighbours that are contiguous in self, out
+// and the weight's broadcast view merge, so contiguous data, channels-last and transposed
+// layouts that self and out share all become unit-stride runs: planes with one weight (the
+// weight broadcast), rows of channels (weights position by position), or, for short runs, the
+// run joined with the dim around it into one long run whose weights are laid out per position
+// ([N, C] with few channels, [N, C, 7, 7]). Tasks are chunks of kChunk positions of a run; a
+// run that is not unit-stride in self or out (a slice, a layout the two do not share) goes
+// through stack buffers with strided_move.h's gathers and scatters, so every layout runs in
+// place and gives, element by element, the contiguous call's bits.
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <numeric>
+
+#include "aclnn_cpu/flat_values.h"
+#include "aclnn_cpu/ops/prelu_args.h"
+#include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/strided_move.h"
+
+namespace aclnn_cpu {
+namespace ACLNN_ISA_NS {
+namespace {
+
+using namespace simd;
+
+constexpr int64_t kChunk = 4096;       // positions of a run per task (and of the stack buffers)
+constexpr int64_t kGrainElems = 16384;  // fewest elements worth a thread of their own
+// An innermost run shorter than this is joined with the dim around it when self and out
+// continue across it: a [N, C, 7, 7] plane of 49 positions in one vector pass per chunk costs
+// a head and a tail per plane, and a [N, 3] row of channels a task per row.
+constexpr int64_t kJoinMax = 256;
+
+// The walk: outer dims (any strides) around one run. Weight index of run position p, beside the
+// outer dims' own weight offset: (p / inner) * w_outer_step + (p % inner) * w_inner_step, each
+// step 0 (broadcast) or 1 (the channel dim).
+struct Walk {
+  int outer_dims = 0;
+  int64_t outer_shape[kMaxDims] = {};
+  int64_t x_stride[kMaxDims] = {}, out_stride[kMaxDims] = {}, w_stride[kMaxDims] = {};
+  int64_t outer_count = 1;
+  int64_t run = 1, x_step = 1, out_step = 1;
+  int64_t inner = 1, w_outer_step = 0, w_inner_step = 0;
+  int64_t chunks = 1;  // per run
+
+  bool broadcast_weight() const { return w_outer_step == 0 && w_inner_step == 0; }
+  // The run's weights are the fp32 buffer itself, from the outer offset on (a run of channels).
+  bool weights_in_place() const { return w_inner_step == 1 && inner == run; }
+};
+
+struct Dim {
+  int64_t size, x, out, w;  // extent; strides in self, out, the weight buffer
+};
+
+Walk plan_walk(const PreluArgs& a) {
+  const TensorView& x = a.self;
+  const bool per_channel = x.ndim >= 2 && a.weight.numel() != 1;
+  Dim dims[kMaxDims];
+  int m = 0;
+  for (int i = 0; i < x.ndim; ++i)
+    if (x.shape[i] != 1) dims[m++] = Dim{x.shape[i], x.strides[i], a.out.strides[i], per_channel && i == 1 ? 1 : 0};
+  // Outermost first in out's memory order (a stable insertion sort: at most kMaxDims dims).
+  for (int i = 1; i < m; ++i)
+    for (int j = i; j > 0 && std::llabs(dims[j].out) > std::llabs(dims[j - 1].out); --j) std::swap(dims[j], dims[j - 1]);
+  // Merge neighbours that continue each other in all three.
+  int merged = 0;
+  for (int i = 0; i < m; ++i) {
+    if (merged > 0) {
+      Dim& o = dims[merged - 1];
+      const Dim& d = dims[i];
+      if (o.x == d.x * d.size && o.out == d.out * d.size && o.w == d.w * d.size) {
+        o = Dim{o.size * d.size, d.x, d.out, d.w};
+        continue;
+      }
+    }
+    dims[merged++] = dims[i];
+  }
+  if (merged == 0) dims[merged++] = Dim{1, 1, 1, 0};
+
+  Walk w;
+  Dim run = dims[merged - 1];
+  int outer = merged - 1;
+  w.inner = run.size;
+  w.w_inner_step = run.w;
+  if (outer > 0 && run.size < kJoinMax) {
+    const Dim& around = dims[outer - 1];
+    if (around.x == run.x * run.size && around.out == run.out * run.size) {
+      w.w_outer_step = around.w;
+      run.size *= around.size;
+      --outer;
+    }
+  }
+  w.run = run.size;
+  w.x_step = run.x;
+  w.out_step = run.out;
+  w.outer_dims = outer;
+  for (int i = 0; i < outer; ++i) {
+    w.outer_shape[i] = dims[i].size;
+    w.x_stride[i] = dims[i].x;
+    w.out_stride[i] = dims[i].out;
+    w.w_stride[i] = dims[i].w;
+    w.outer_count *= dims[i].size;
+  }
+  w.chunks = (w.run + kChunk - 1) / kChunk;
+  return w;
+}
+
+// Element offsets of outer index o in self, out and the weight buffer.
+struct Offsets {
+  int64_t x = 0, out = 0, w = 0;
+};
+
+inline Offsets outer_offsets(const Walk& w, int64_t o) {
+  Offsets off;
+  for (int k = w.outer_dims - 1; k >= 0; --k) {
+    const int64_t i = o % w.outer_shape[k];
+    o /= w.outer_shape[k];
+    off.x += i * w.x_stride[k];
+    off.out += i * w.out_stride[k];
+    off.w += i * w.w_stride[k];
+  }
+  return off;
+}
+
+// The weights of run positions [p0, p0 + n) into dst, a stretch of `inner` positions at a time
+// (one weight repeated, or a run of the channel weights).
+inline void fill_weights(const Walk& w, const float* weights, int64_t p0, int64_t n, float* dst) {
+  for (int64_t p = p0; p < p0 + n;) {
+    const int64_t q = p / w.inner, r = p % w.inner, len = std::min(w.inner - r, p0 + n - p);
+    const float* src = weights + q * w.w_outer_step;
+    float* at = dst + (p - p0);
+    if (w.w_inner_step == 0) std::fill(at, at + len, src[0]);
+    else std::copy(src + r, src + r + len, at);
+    p += len;
+  }
+}
+
+// out[i] = x[i] > 0 ? x[i] : w * x[i] for i < n, unit strides; the weight one value (kScalar)
+// or one per position.
+template <bool kStream, bool kScalar, class TX, class TO>
+ACLNN_ALWAYS_INLINE void prelu_run(const TX* x, TO* out, int64_t n, float scalar, const float* weights) {
+  const VecF ws = set1(scalar);
+  store_run<kStream>(out, n, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
+    const bool whole = count == kWidth;
+    const VecF v = whole ? load(x + i) : load_partial(x + i, count);
+    VecF wv = ws;
+    if constexpr (!kScalar) wv = whole ? load(weights + i) : load_partial(weights + i, count);
+    // As `v > 0 ? v : w * v`, except that a NaN self passes through as itself (that formula
+    // returns it quieted, or the weight's NaN where both are NaN, as the product's operand
+    // order decides): PyTorch's F.prelu gives self's NaN.
+    return select(cmp_le(v, zero()), wv * v, v);
+  });
+}
+
+template <bool kStream, class TX, class TO>
+void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
+  const TX* x0 = a.self.ptr<const TX>();
+  TO* out0 = a.out.ptr<TO>();
+  const int64_t tasks = w.outer_count * w.chunks;
+  const int64_t task_elems = std::min(w.run, kChunk);
+  parallel_for(tasks, std::max<int64_t>(1, kGrainElems / task_elems), [&](int64_t begin, int64_t end) {
+    alignas(64) float wbuf[kChunk];
+    alignas(64) TX xbuf[kChunk];
+    alignas(64) TO obuf[kChunk];
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t o = t / w.chunks, p0 = t % w.chunks * kChunk, n = std::min(kChunk, w.run - p0);
+      const Offsets off = outer_offsets(w, o);
+      const TX* x = x0 + off.x + p0 * w.x_step;
+      TO* out = out0 + off.out + p0 * w.out_step;
+      if (w.x_step != 1) {
+        gather_run(xbuf, x, n, w.x_step);
+        x = xbuf;
+      }
+      TO* dst = w.out_step == 1 ? out : obuf;
+      if (w.broadcast_weight()) {
+        const float scalar = weights[off.w];
+        if (w.out_step == 1) prelu_run<kStream, true>(x, dst, n, scalar, nullptr);
+        else prelu_run<false, true>(x, dst, n, scalar, nullptr);
+      } else {
+        const float* ws = weights + off.w + p0;
+        if (!w.weights_in_place()) {
+          fill_weights(w, weights + off.w, p0, n, wbuf);
+          ws = wbuf;
+        }
+        if (w.out_step == 1) prelu_run<kStream, false>(x, dst, n, 0.0f, ws);
+        else prelu_run<false, false>(x, dst, n, 0.0f, ws);
+      }
+      if (dst != out) scatter_run(out, obuf, n, w.out_step);
+    }
+    if (kStream) stream_fence();
+  });
+}
+
+// out goes out with streaming stores when the call overflows the last-level cache and the
+// chunks' starts suit streaming (stream_runs_fit): they lie at multiples of the chunk within a
+// run and at the outer dims' strides.
+template <class TX, class TO>
+bool streams(const PreluArgs& a, const Walk& w) {
+  const uint64_t bytes = uint64_t(a.self.numel()) * (sizeof(TX) + sizeof(TO));
+  if (w.out_step != 1 || !streams_worthwhile(bytes, 1)) return false;
+  const uint64_t run_bytes = uint64_t(std::min(w.run, kChunk)) * sizeof(TO);
+  uint64_t step = w.chunks > 1 ? run_bytes : 0;
+  for (int k = 0; k < w.outer_dims; ++k) step = std::gcd<uint64_t>(step, uint64_t(std::llabs(w.out_stride[k])) * sizeof(TO));
+  return stream_runs_fit(a.out.ptr<TO>(), run_bytes, step);
+}
+
+template <class TX, class TO>
+void run_typed(const PreluArgs& a, const Walk& w, const float* weights) {
+  if (streams<TX, TO>(a, w)) run_walk<true, TX, TO>(a, w, weights);
+  else run_walk<false, TX, TO>(a, w, weights);
+}
+
+template <class TX>
+aclnnStatus run_self(const PreluArgs& a, const Walk& w, const float* weights) {
+  switch (a.out.dtype) {
+    case DType::Float32: run_typed<TX, float>(a, w, weights); return kSuccess;
+    case DType::Float16: run_typed<TX, half_t>(a, w, weights); return kSuccess;
+    case DType::BFloat16: run_typed<TX, bfloat16_t>(a, w, weights); return kSuccess;
+    default: return kInner;
+  }
+}
+
+bool empty_call(const PreluArgs& a) { return a.self.numel() == 0 || a.weight.numel() == 0; }
+
+}  // namespace
+
+// The weight in fp32, whole, on a line of its own.
+uint64_t prelu_workspace(const PreluArgs& a) {
+  return empty_call(a) ? 0 : (uint64_t(a.weight.numel()) * sizeof(float) + 63) / 64 * 64;
+}
+
+aclnnStatus prelu(const PreluArgs& a, void* workspace) {
+  if (empty_call(a)) return kSuccess;
+  float* weights = static_cast<float*>(workspace);
+  const int64_t count = a.weight.numel();
+  switch (a.weight.dtype) {
+    case DType::Float32: read_floats<float>(a.weight, count, weights); break;
+    case DType::Float16: read_floats<half_t>(a.weight, count, weights); break;
+    case DType::BFloat16: read_floats<bfloat16_t>(a.weight, count, weights); break;
+    default: return kInner;
+  }
+  const Walk w = plan_walk(a);
+  switch (a.self.dtype) {
+    case DType::Float32: return run_self<float>(a, w, weights);
+    case DType::Float16: return run_self<half_t>(a, w, weights);
+    case DType::BFloat16: return run_self<bfloat16_t>(a, w, weights);
+    default: return kInner;
+  }
+}
+
+}  // namespace ACLNN_ISA_NS
+}  // namespace aclnn_cpu
