@@ -8,7 +8,7 @@
 // layouts that self and out share all become unit-stride runs: planes with one weight (the
 // weight broadcast), rows of channels (weights position by position), or, for short runs, the
 // run joined with the dim around it into one long run whose weights are laid out per position
-// ([N, C] with few channels, [N, C, 7, 7]). Tasks are chunks of kChunk positions of a run; a
+// ([N, C] with few channels, [N, C, 7, 7]). Tasks are chunks of about 4096 positions of a run; a
 // run that is not unit-stride in self or out (a slice, a layout the two do not share) goes
 // through stack buffers with strided_move.h's gathers and scatters, so every layout runs in
 // place and gives, element by element, the contiguous call's bits.
@@ -29,12 +29,16 @@ namespace {
 
 using namespace simd;
 
-constexpr int64_t kChunk = 4096;       // positions of a run per task (and of the stack buffers)
+constexpr int64_t kTaskPositions = 4096;  // positions of a run per task, about
+constexpr int64_t kLineElems = 32;        // elements of a 64-byte line, for the narrowest dtype
 constexpr int64_t kGrainElems = 16384;  // fewest elements worth a thread of their own
 // An innermost run shorter than this is joined with the dim around it when self and out
 // continue across it: a [N, C, 7, 7] plane of 49 positions in one vector pass per chunk costs
 // a head and a tail per plane, and a [N, 3] row of channels a task per row.
 constexpr int64_t kJoinMax = 256;
+// The stack buffers: a joined run's chunk is a multiple of lcm(inner, kLineElems) (plan_walk).
+constexpr int64_t kChunk = 2 * kTaskPositions;
+static_assert(kJoinMax * kLineElems <= kChunk, "a joined chunk fits the buffers");
 
 // The walk: outer dims (any strides) around one run. Weight index of run position p, beside the
 // outer dims' own weight offset: (p / inner) * w_outer_step + (p % inner) * w_inner_step, each
@@ -46,11 +50,13 @@ struct Walk {
   int64_t outer_count = 1;
   int64_t run = 1, x_step = 1, out_step = 1;
   int64_t inner = 1, w_outer_step = 0, w_inner_step = 0;
-  int64_t chunks = 1;  // per run
+  int64_t chunk = 1, chunks = 1;  // positions per task, tasks per run
 
   bool broadcast_weight() const { return w_outer_step == 0 && w_inner_step == 0; }
   // The run's weights are the fp32 buffer itself, from the outer offset on (a run of channels).
   bool weights_in_place() const { return w_inner_step == 1 && inner == run; }
+  // A joined run, whose weights each task lays out position by position (fill_weights).
+  bool fills_weights() const { return !broadcast_weight() && !weights_in_place(); }
 };
 
 struct Dim {
@@ -106,7 +112,15 @@ Walk plan_walk(const PreluArgs& a) {
     w.w_stride[i] = dims[i].w;
     w.outer_count *= dims[i].size;
   }
-  w.chunks = (w.run + kChunk - 1) / kChunk;
+  // A joined run's chunks are whole stretches of `inner` positions, so every chunk's weights
+  // start at the same phase (fill_weights) and a task can keep the previous task's, and whole
+  // lines, so that a chunk of an aligned run starts on a line as the plain chunks do.
+  w.chunk = kTaskPositions;
+  if (w.fills_weights()) {
+    const int64_t unit = w.inner / std::gcd(w.inner, kLineElems) * kLineElems;  // lcm
+    w.chunk = std::max<int64_t>(1, kTaskPositions / unit) * unit;
+  }
+  w.chunks = (w.run + w.chunk - 1) / w.chunk;
   return w;
 }
 
@@ -127,17 +141,24 @@ inline Offsets outer_offsets(const Walk& w, int64_t o) {
   return off;
 }
 
-// The weights of run positions [p0, p0 + n) into dst, a stretch of `inner` positions at a time
-// (one weight repeated, or a run of the channel weights).
+// The weights of run positions [p0, p0 + n) of a joined run into dst, p0 a multiple of
+// `inner`: one weight per stretch of `inner` positions (channels around short planes), or the
+// `inner` channel weights repeated (rows of few channels), copied in doubling spans (a copy per
+// row cost a call per few positions).
 inline void fill_weights(const Walk& w, const float* weights, int64_t p0, int64_t n, float* dst) {
-  for (int64_t p = p0; p < p0 + n;) {
-    const int64_t q = p / w.inner, r = p % w.inner, len = std::min(w.inner - r, p0 + n - p);
-    const float* src = weights + q * w.w_outer_step;
-    float* at = dst + (p - p0);
-    if (w.w_inner_step == 0) std::fill(at, at + len, src[0]);
-    else std::copy(src + r, src + r + len, at);
-    p += len;
+  if (w.w_inner_step == 0) {
+    const float* at = weights + p0 / w.inner;
+    for (int64_t i = 0; i < n; i += w.inner) {
+      const VecF v = set1(*at++);
+      const int64_t len = std::min(w.inner, n - i);
+      int64_t k = 0;
+      for (; k + kWidth <= len; k += kWidth) store(dst + i + k, v);
+      if (k < len) store_partial(dst + i + k, v, len - k);
+    }
+    return;
   }
+  std::copy(weights, weights + std::min(w.inner, n), dst);
+  for (int64_t have = w.inner; have < n; have *= 2) std::copy(dst, dst + std::min(have, n - have), dst + have);
 }
 
 // out[i] = x[i] > 0 ? x[i] : w * x[i] for i < n, unit strides; the weight one value (kScalar)
@@ -162,13 +183,18 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
   const TX* x0 = a.self.ptr<const TX>();
   TO* out0 = a.out.ptr<TO>();
   const int64_t tasks = w.outer_count * w.chunks;
-  const int64_t task_elems = std::min(w.run, kChunk);
+  const int64_t task_elems = std::min(w.run, w.chunk);
+  // Joined runs take their tasks chunk-major, so that consecutive tasks (the same chunk of
+  // successive rows) share their weights and fill them once.
+  const bool chunk_major = w.fills_weights();
   parallel_for(tasks, std::max<int64_t>(1, kGrainElems / task_elems), [&](int64_t begin, int64_t end) {
     alignas(64) float wbuf[kChunk];
     alignas(64) TX xbuf[kChunk];
     alignas(64) TO obuf[kChunk];
+    int64_t filled_at = -1, filled_n = 0;  // the weights in wbuf: weight offset and count
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / w.chunks, p0 = t % w.chunks * kChunk, n = std::min(kChunk, w.run - p0);
+      const int64_t o = chunk_major ? t % w.outer_count : t / w.chunks;
+      const int64_t p0 = (chunk_major ? t / w.outer_count : t % w.chunks) * w.chunk, n = std::min(w.chunk, w.run - p0);
       const Offsets off = outer_offsets(w, o);
       const TX* x = x0 + off.x + p0 * w.x_step;
       TO* out = out0 + off.out + p0 * w.out_step;
@@ -183,8 +209,10 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
         else prelu_run<false, true>(x, dst, n, scalar, nullptr);
       } else {
         const float* ws = weights + off.w + p0;
-        if (!w.weights_in_place()) {
-          fill_weights(w, weights + off.w, p0, n, wbuf);
+        if (w.fills_weights()) {
+          const int64_t at = off.w + p0 / w.inner * w.w_outer_step;
+          if (at != filled_at || n != filled_n) fill_weights(w, weights + off.w, p0, n, wbuf);
+          filled_at = at, filled_n = n;
           ws = wbuf;
         }
         if (w.out_step == 1) prelu_run<kStream, false>(x, dst, n, 0.0f, ws);
@@ -202,8 +230,8 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
 template <class TX, class TO>
 bool streams(const PreluArgs& a, const Walk& w) {
   const uint64_t bytes = uint64_t(a.self.numel()) * (sizeof(TX) + sizeof(TO));
-  if (w.out_step != 1 || !streams_worthwhile(bytes, 1)) return false;
-  const uint64_t run_bytes = uint64_t(std::min(w.run, kChunk)) * sizeof(TO);
+  if (w.out_step != 1 || !streams_worthwhile(bytes, 2)) return false;
+  const uint64_t run_bytes = uint64_t(std::min(w.run, w.chunk)) * sizeof(TO);
   uint64_t step = w.chunks > 1 ? run_bytes : 0;
   for (int k = 0; k < w.outer_dims; ++k) step = std::gcd<uint64_t>(step, uint64_t(std::llabs(w.out_stride[k])) * sizeof(TO));
   return stream_runs_fit(a.out.ptr<TO>(), run_bytes, step);

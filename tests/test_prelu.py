@@ -103,7 +103,9 @@ def test_every_rank(isa, shape, dtype, single_weight):
 # single weight over everything.
 PATH_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 4, 33, 17), (7, 3000), (64, 5000), (100000, 4), (3000, 7),
                (2, 700, 1), (5, 3, 3, 3), (1, 1, 70001), (33, 17, 2), (9, 130, 3, 7), (3, 100, 5, 5),
-               (2, 7, 255), (2, 7, 256), (4096, 3), (1001, 5), (3, 300), (2, 5000), (8, 64, 7, 7), (1, 9000)]
+               (2, 7, 255), (2, 7, 256), (4096, 3), (1001, 5), (3, 300), (2, 5000), (8, 64, 7, 7), (1, 9000),
+               # joined runs in several chunks of whole stretches, the last one shorter
+               (5, 300, 7, 7), (3, 90, 100), (30001, 3)]
 
 
 @pytest.mark.parametrize("shape", PATH_SHAPES, ids=str)
@@ -317,7 +319,8 @@ def test_mixed_dtypes_strided(isa, xdtype, odtype):
     ((3, 4, 40000), False, "contiguous"), ((1, 1, 100000), True, "contiguous"), ((50000, 6), False, "contiguous"),
     ((16, 9000), False, "contiguous"), ((300, 20, 9), False, "transposed"), ((200, 300), True, "sliced"),
     ((9, 130, 3, 7), False, "contiguous"), ((8, 24, 30, 30), False, "channels-last"),
-    ((40000, 3), False, "negative")], ids=str)
+    ((40000, 3), False, "negative"), ((6, 300, 7, 7), False, "contiguous"), ((50001, 3), False, "contiguous")],
+    ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_identical_across_thread_counts(isa, threads, shape, single_weight, layout, dtype):
     rng = np.random.default_rng(20)
