@@ -226,11 +226,14 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
 
 // out goes out with streaming stores when the call overflows the last-level cache and the
 // chunks' starts suit streaming (stream_runs_fit): they lie at multiples of the chunk within a
-// run and at the outer dims' strides.
+// run and at the outer dims' strides. Past the cache once, not twice as for the backward (which
+// reads two operands): fp32 [32, 64, 56, 56] (51 MB moved) took 0.93 ms streamed against
+// 1.06 ms plain (torch 1.05 ms, a copy of the same bytes 0.64 ms), [64, 64, 56, 56] 1.97 ms
+// against 2.24 ms (copy 1.33 ms); 2 threads, in-process A/B on a shared host, best of 200.
 template <class TX, class TO>
 bool streams(const PreluArgs& a, const Walk& w) {
   const uint64_t bytes = uint64_t(a.self.numel()) * (sizeof(TX) + sizeof(TO));
-  if (w.out_step != 1 || !streams_worthwhile(bytes, 2)) return false;
+  if (w.out_step != 1 || !streams_worthwhile(bytes, 1)) return false;
   const uint64_t run_bytes = uint64_t(std::min(w.run, w.chunk)) * sizeof(TO);
   uint64_t step = w.chunks > 1 ? run_bytes : 0;
   for (int k = 0; k < w.outer_dims; ++k) step = std::gcd<uint64_t>(step, uint64_t(std::llabs(w.out_stride[k])) * sizeof(TO));
