@@ -10,13 +10,15 @@
 // run joined with the dim around it into one long run whose weights are laid out per position
 // ([N, C] with few channels, [N, C, 7, 7]). Tasks are chunks of about 4096 positions of a run; a
 // run that is not unit-stride in self or out (a slice, a layout the two do not share) goes
-// through stack buffers with strided_move.h's gathers and scatters, so every layout runs in
-// place and gives, element by element, the contiguous call's bits.
+// through stack buffers with strided_move.h's gathers and scatters; layouts whose runs those
+// would take element by element are copied through the workspace instead (Prepared). Every
+// layout gives, element by element, the contiguous call's bits.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
 
+#include "aclnn_cpu/dense_copy.h"
 #include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/ops/prelu_args.h"
 #include "aclnn_cpu/parallel.h"
@@ -241,47 +243,86 @@ bool streams(const PreluArgs& a, const Walk& w) {
 }
 
 template <class TX, class TO>
-void run_typed(const PreluArgs& a, const Walk& w, const float* weights) {
-  if (streams<TX, TO>(a, w)) run_walk<true, TX, TO>(a, w, weights);
+void run_typed(const PreluArgs& a, const Walk& w, const float* weights, bool may_stream) {
+  if (may_stream && streams<TX, TO>(a, w)) run_walk<true, TX, TO>(a, w, weights);
   else run_walk<false, TX, TO>(a, w, weights);
 }
 
 template <class TX>
-aclnnStatus run_self(const PreluArgs& a, const Walk& w, const float* weights) {
+aclnnStatus run_self(const PreluArgs& a, const Walk& w, const float* weights, bool may_stream) {
   switch (a.out.dtype) {
-    case DType::Float32: run_typed<TX, float>(a, w, weights); return kSuccess;
-    case DType::Float16: run_typed<TX, half_t>(a, w, weights); return kSuccess;
-    case DType::BFloat16: run_typed<TX, bfloat16_t>(a, w, weights); return kSuccess;
+    case DType::Float32: run_typed<TX, float>(a, w, weights, may_stream); return kSuccess;
+    case DType::Float16: run_typed<TX, half_t>(a, w, weights, may_stream); return kSuccess;
+    case DType::BFloat16: run_typed<TX, bfloat16_t>(a, w, weights, may_stream); return kSuccess;
     default: return kInner;
   }
 }
 
 bool empty_call(const PreluArgs& a) { return a.self.numel() == 0 || a.weight.numel() == 0; }
 
-}  // namespace
+// Whether the walk takes an operand's runs in vectors: unit steps, or steps the gathers and
+// scatters move in vectors along runs long enough to pay for a task each.
+bool walks_in_vectors(int64_t step, int64_t run) { return step == 1 || (step_in_vectors(step) && run >= kJoinMax); }
 
-// The weight in fp32, whole, on a line of its own.
-uint64_t prelu_workspace(const PreluArgs& a) {
-  return empty_call(a) ? 0 : (uint64_t(a.weight.numel()) * sizeof(float) + 63) / 64 * 64;
+// The call as the kernel runs it. When the walk would take self or out element by element (a
+// transposed plane or a channels-last self beside a contiguous out, whose runs then step across
+// lines; short strided runs), the one of them that is not contiguous, or both, go through dense
+// copies in the workspace (dense_copy.h: tiles for transposed pairs), and the walk runs on
+// row-major data. Element by element, fp32 [8, 64, 56, 56] with transposed planes into a
+// contiguous out took 0.51 ms, 5x torch's 0.10 ms (which writes its output in self's layout).
+// Workspace: the weight in fp32 (kernel_bytes), then the dense copies. `dense_at` may be null
+// (the size query).
+struct Prepared {
+  PreluArgs args;  // self and out as the walk takes them
+  Walk walk;
+  bool dense_x = false, dense_out = false;
+  uint64_t kernel_bytes = 0, bytes = 0;
+};
+
+Prepared prepare(const PreluArgs& given, char* dense_at) {
+  Prepared r;
+  r.args = given;
+  if (empty_call(given)) return r;
+  r.kernel_bytes = (uint64_t(given.weight.numel()) * sizeof(float) + 63) / 64 * 64;
+  r.walk = plan_walk(given);
+  if (!walks_in_vectors(r.walk.x_step, r.walk.run) || !walks_in_vectors(r.walk.out_step, r.walk.run)) {
+    DensePlace place{dense_at};
+    if ((r.dense_x = !given.self.is_contiguous())) r.args.self = place.take(given.self);
+    if ((r.dense_out = !given.out.is_contiguous())) r.args.out = place.take(given.out);
+    r.bytes = place.bytes;
+    r.walk = plan_walk(r.args);
+  }
+  r.bytes += r.kernel_bytes;
+  return r;
 }
 
-aclnnStatus prelu(const PreluArgs& a, void* workspace) {
-  if (empty_call(a)) return kSuccess;
+}  // namespace
+
+uint64_t prelu_workspace(const PreluArgs& a) { return prepare(a, nullptr).bytes; }
+
+aclnnStatus prelu(const PreluArgs& given, void* workspace) {
+  if (empty_call(given)) return kSuccess;
+  const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
   float* weights = static_cast<float*>(workspace);
-  const int64_t count = a.weight.numel();
-  switch (a.weight.dtype) {
-    case DType::Float32: read_floats<float>(a.weight, count, weights); break;
-    case DType::Float16: read_floats<half_t>(a.weight, count, weights); break;
-    case DType::BFloat16: read_floats<bfloat16_t>(a.weight, count, weights); break;
+  const int64_t count = given.weight.numel();
+  switch (given.weight.dtype) {
+    case DType::Float32: read_floats<float>(given.weight, count, weights); break;
+    case DType::Float16: read_floats<half_t>(given.weight, count, weights); break;
+    case DType::BFloat16: read_floats<bfloat16_t>(given.weight, count, weights); break;
     default: return kInner;
   }
-  const Walk w = plan_walk(a);
-  switch (a.self.dtype) {
-    case DType::Float32: return run_self<float>(a, w, weights);
-    case DType::Float16: return run_self<half_t>(a, w, weights);
-    case DType::BFloat16: return run_self<bfloat16_t>(a, w, weights);
-    default: return kInner;
+  if (r.dense_x) copy_to_dense(given.self, r.args.self.data);
+  // (A dense out is read back right away: no streaming into it.)
+  const bool may_stream = !r.dense_out;
+  aclnnStatus status = kInner;
+  switch (r.args.self.dtype) {
+    case DType::Float32: status = run_self<float>(r.args, r.walk, weights, may_stream); break;
+    case DType::Float16: status = run_self<half_t>(r.args, r.walk, weights, may_stream); break;
+    case DType::BFloat16: status = run_self<bfloat16_t>(r.args, r.walk, weights, may_stream); break;
+    default: break;
   }
+  if (status == kSuccess && r.dense_out) copy_from_dense(r.args.out.data, given.out);
+  return status;
 }
 
 }  // namespace ACLNN_ISA_NS

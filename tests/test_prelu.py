@@ -518,11 +518,18 @@ def test_empty_runs_the_other_checks_first():
         ac.prelu(x, np.ones(0, np.float64))  # weight's dtype
 
 
-def test_two_phase_workspace_is_used():
+@pytest.mark.parametrize("layout_x,layout_out", [("contiguous", "contiguous"), ("transposed", "contiguous"),
+                                                  ("contiguous", "channels-last"), ("transposed", "negative")])
+def test_two_phase_workspace_is_used(layout_x, layout_out):
+    # The weight in fp32, and dense copies of self and out where the walk would take them element
+    # by element (a transposed self beside a contiguous out): the contiguous call's bits.
     rng = np.random.default_rng(26)
-    x, w = make(rng, (3, 40, 9), np.float16)
-    out = np.empty(x.shape, np.float16)
-    ws, ex = ac.aclnnPreluGetWorkspaceSize(x, w, out)
-    assert ws > 0
-    ac.aclnnPrelu(np.empty(ws, np.uint8), ws, ex)
-    check(x, w, out)
+    x, w = make(rng, (3, 40, 9, 11), np.float16)
+    want = ac.prelu(x, w)
+    xv = strided_view(rng, x, layout_x)
+    out = strided_view(rng, np.full(x.shape, np.nan, np.float16), layout_out)
+    ws, ex = ac.aclnnPreluGetWorkspaceSize(xv, w, out)
+    copies = (layout_x != "contiguous") + (layout_out != "contiguous")
+    assert ws == 192 + copies * (x.nbytes + 63) // 64 * 64  # each on a 64-byte line
+    ac.aclnnPrelu(ac.empty_aligned(ws, np.uint8), ws, ex)
+    assert np.ascontiguousarray(out).tobytes() == want.tobytes()
