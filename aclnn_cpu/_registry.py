@@ -1352,7 +1352,7 @@ OPS = (
         'python': 'prelu',
         'kernel': 'prelu',
         'summary': 'PReLU: out = self where self > 0, else weight[c] * self, with c the channel (dim 1 of self).',
-        'description': "out = self > 0 ? self : weight[c] * self, where c is the channel: dim 1 of self when self has\nat least 2 dims, else the only channel. weight has any rank up to 8 and is read flattened\n(row-major); its element count is 1 (one weight for every channel) or the channel count. A\nNaN in self gives that NaN, and -0.0 gives weight * -0.0 (-0.0 for a positive weight, +0.0\nfor a negative one), as PyTorch's F.prelu does; a bfloat16 NaN is written with its sign (as\nml_dtypes converts it), where PyTorch writes every bfloat16 NaN as +NaN.\n\nself, weight and out may have different dtypes, each one checked against the product's list\non its own (unlike PyTorch, which refuses a self/weight dtype mismatch and a weight of more\nthan 1 dim). The NPU library computes in the promoted dtype of self and weight (equal dtypes\nkeep theirs; float32 with anything gives float32; float16 with bfloat16 gives float32) and\ncasts the result to out's dtype; this library computes every element in float32 and rounds\nonce, on the write to out's dtype. The two agree wherever the promoted dtype is float32 or out\nhas the promoted dtype; where both inputs are float16 (or both bfloat16) and out is float32,\nthe NPU rounds weight * self to the 16-bit dtype first and this library does not (its result\nis the exact product). The functional form allocates out with self's shape and the promoted\ndtype of self and weight (float32 when they differ), in self's memory order when self is\ndense.\n\nChecked as the NPU library's op_api checks (its document lists fewer errors): its page names\nno error for a weight of the wrong element count or for more than 8 dims, but the library\nreturns 161002 for both; it compares the shapes of self and out, not their formats. A self or\nweight with no elements succeeds after every check, with a 0-byte workspace and nothing\nwritten.",
+        'description': "out = self > 0 ? self : weight[c] * self, where c is the channel: dim 1 of self when self has\nat least 2 dims, else the only channel. weight has any rank up to 8 and is read flattened\n(row-major); its element count is 1 (one weight for every channel) or the channel count. A\nNaN in self gives that NaN, and -0.0 gives weight * -0.0 (-0.0 for a positive weight, +0.0\nfor a negative one), as PyTorch's F.prelu does; a bfloat16 NaN is written with its sign (as\nml_dtypes converts it), where PyTorch writes every bfloat16 NaN as +NaN.\n\nself, weight and out may have different dtypes, each one checked against the product's list\non its own (unlike PyTorch, which refuses a self/weight dtype mismatch and a weight of more\nthan 1 dim). The NPU library computes in the promoted dtype of self and weight (equal dtypes\nkeep theirs; float32 with anything gives float32; float16 with bfloat16 gives float32) and\ncasts the result to out's dtype; this library computes every element in float32 and rounds\nonce, on the write to out's dtype. The two agree wherever the promoted dtype is float32 or out\nhas the promoted dtype; where both inputs are float16 (or both bfloat16) and out has another\ndtype, the NPU rounds weight * self to the 16-bit dtype first and this library does not (the\nproduct of two 16-bit values is exact in float32, so its result is rounded once). The\nfunctional form allocates out with self's shape and the promoted dtype of self and weight\n(float32 when they differ), in self's memory order when self is dense. A 0-d self gives a 0-d\nout (PyTorch's F.prelu returns shape (1,)).\n\nChecked as the NPU library's op_api checks (its document lists fewer errors): its page names\nno error for a weight of the wrong element count or for more than 8 dims, but the library\nreturns 161002 for both; it compares the shapes of self and out, not their formats. A self or\nweight with no elements succeeds after every check, with a 0-byte workspace and nothing\nwritten.",
         'source': '',
         'yaml': 'registry/prelu.yaml',
         'products': ['atlas_training', 'atlas_a2', 'atlas_inference'],
@@ -1426,7 +1426,7 @@ OPS = (
                 'doc': '161001: self, weight or out is a null pointer.',
                 'message': None,
                 'when': None,
-                'line': 55,
+                'line': 56,
             },
             {
                 'index': 2,
@@ -1437,7 +1437,7 @@ OPS = (
                 'doc': "161002: self, weight or out (each on its own) has a dtype outside the product's list (bfloat16 only on Atlas A2).",
                 'message': None,
                 'when': None,
-                'line': 58,
+                'line': 59,
                 'set': 'float',
             },
             {
@@ -1449,7 +1449,7 @@ OPS = (
                 'doc': "161002: self, weight or out has more than 8 dims (checked by the NPU library, not in its document's error list).",
                 'message': None,
                 'when': None,
-                'line': 62,
+                'line': 63,
                 'rank': 8,
             },
             {
@@ -1461,7 +1461,7 @@ OPS = (
                 'doc': "161002: out's shape differs from self's.",
                 'message': None,
                 'when': None,
-                'line': 66,
+                'line': 67,
             },
             {
                 'index': 5,
@@ -1472,7 +1472,7 @@ OPS = (
                 'doc': "161002: the element count of weight is neither 1 nor the channel count of self (checked by the NPU library, not in its document's error list).",
                 'message': 'weight has {numel(weight)} elements, expected 1 or the channel count {rank(self) >= 2 ? dim(self, 1) : 1} of self (shape {shape(self)})',
                 'when': None,
-                'line': 69,
+                'line': 70,
                 'check': 'numel(weight) == 1 || numel(weight) == (rank(self) >= 2 ? dim(self, 1) : 1)',
             },
         ],

@@ -42,7 +42,7 @@ namespace {
 
 constexpr const char* kOpName = "aclnnPrelu";
 
-// dtype set 'float' (registry/prelu.yaml:34) on the current product line.
+// dtype set 'float' (registry/prelu.yaml:35) on the current product line.
 DTypeList dtypes_float() {
   static const DType atlas_training[] = {DType::Float32, DType::Float16};
   static const DType atlas_a2[] = {DType::Float32, DType::Float16, DType::BFloat16};
@@ -75,7 +75,7 @@ using PreluExecutor = KernelExecutor<PreluArgs>;
 // The rules of registry/prelu.yaml in order; masked-off outputs arrive as null.
 // Returns kSuccess or the first failure (its message recorded by reject()).
 aclnnStatus validate(const aclTensor* self, const aclTensor* weight, const aclTensor* out) {
-  // Rule 1 (not_null, registry/prelu.yaml:55): 161001: self, weight or out is a null pointer.
+  // Rule 1 (not_null, registry/prelu.yaml:56): 161001: self, weight or out is a null pointer.
   if (!present(self)) {
     return reject(kParamNullptr, kOpName, "self must not be null");
   }
@@ -90,7 +90,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* weight, const aclTe
   if (const aclnnStatus failed = check_layout(kOpName, "self", self)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "weight", weight)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "out", out)) return failed;
-  // Rule 2 (dtype_in, registry/prelu.yaml:58): 161002: self, weight or out (each on its own) has a
+  // Rule 2 (dtype_in, registry/prelu.yaml:59): 161002: self, weight or out (each on its own) has a
   //   dtype outside the product's list (bfloat16 only on Atlas A2).
   if (!dtypes_float().contains(dtype(self))) {
     return reject(kParamInvalid, kOpName,
@@ -107,7 +107,7 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* weight, const aclTe
                   "out has dtype " + to_string(dtype(out)) + ", not supported on " +
                   to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
-  // Rule 3 (max_rank, registry/prelu.yaml:62): 161002: self, weight or out has more than 8 dims
+  // Rule 3 (max_rank, registry/prelu.yaml:63): 161002: self, weight or out has more than 8 dims
   //   (checked by the NPU library, not in its document's error list).
   if (rank(self) > 8) {
     return reject(kParamInvalid, kOpName,
@@ -121,13 +121,13 @@ aclnnStatus validate(const aclTensor* self, const aclTensor* weight, const aclTe
     return reject(kParamInvalid, kOpName,
                   "out has rank " + to_string(rank(out)) + ", more than the supported 8");
   }
-  // Rule 4 (same_shape, registry/prelu.yaml:66): 161002: out's shape differs from self's.
+  // Rule 4 (same_shape, registry/prelu.yaml:67): 161002: out's shape differs from self's.
   if (shape(out) != shape(self)) {
     return reject(kParamInvalid, kOpName,
                   "out has shape " + to_string(shape(out)) + ", expected " +
                   to_string(shape(self)) + " (the shape of self)");
   }
-  // Rule 5 (check, registry/prelu.yaml:69): 161002: the element count of weight is neither 1 nor
+  // Rule 5 (check, registry/prelu.yaml:70): 161002: the element count of weight is neither 1 nor
   //   the channel count of self (checked by the NPU library, not in its document's error list).
   if (!(numel(weight) == 1 || numel(weight) == (rank(self) >= 2 ? dim(self, 1) : 1))) {
     return reject(kParamInvalid, kOpName,
