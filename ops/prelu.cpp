@@ -168,16 +168,22 @@ inline void fill_weights(const Walk& w, const float* weights, int64_t p0, int64_
 template <bool kStream, bool kScalar, class TX, class TO>
 ACLNN_ALWAYS_INLINE void prelu_run(const TX* x, TO* out, int64_t n, float scalar, const float* weights) {
   const VecF ws = set1(scalar);
+  // As `v > 0 ? v : w * v`, except that a NaN self passes through as itself (that formula
+  // returns it quieted, or the weight's NaN where both are NaN, as the product's operand order
+  // decides): PyTorch's F.prelu gives self's NaN.
+  const auto prelu = [](VecF v, VecF w) __attribute__((always_inline)) { return select(cmp_le(v, zero()), w * v, v); };
   store_run<kStream>(out, n, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     const bool whole = count == kWidth;
     const VecF v = whole ? load(x + i) : load_partial(x + i, count);
-    VecF wv = ws;
-    if constexpr (!kScalar) wv = whole ? load(weights + i) : load_partial(weights + i, count);
-    // As `v > 0 ? v : w * v`, except that a NaN self passes through as itself (that formula
-    // returns it quieted, or the weight's NaN where both are NaN, as the product's operand
-    // order decides): PyTorch's F.prelu gives self's NaN.
-    return select(cmp_le(v, zero()), wv * v, v);
+    if constexpr (kScalar) return prelu(v, ws);
+    else return prelu(v, whole ? load(weights + i) : load_partial(weights + i, count));
   });
+}
+
+// Bytes a call moves: self read, out written.
+template <class TX, class TO>
+uint64_t bytes_moved(const PreluArgs& a) {
+  return uint64_t(a.self.numel()) * (sizeof(TX) + sizeof(TO));
 }
 
 template <bool kStream, class TX, class TO>
@@ -186,9 +192,13 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
   TO* out0 = a.out.ptr<TO>();
   const int64_t tasks = w.outer_count * w.chunks;
   const int64_t task_elems = std::min(w.run, w.chunk);
-  // Joined runs take their tasks chunk-major, so that consecutive tasks (the same chunk of
-  // successive rows) share their weights and fill them once.
-  const bool chunk_major = w.fills_weights();
+  // Joined runs within the cache take their tasks chunk-major, so that consecutive tasks (the
+  // same chunk of successive rows) share their weights and fill them once; past the cache a
+  // thread's tasks go through memory in order instead, as the others do, and fill per task.
+  // Measured (2 threads, in-process A/B): [64, 256, 7, 7] (3 MB fp32) 0.050 ms chunk-major
+  // against 0.056 ms in order; [64, 1024, 14, 14] bf16 (51 MB) 2.0 ms against 1.0 ms (fp32
+  // 2.7 / 2.3 ms), fp16 [256, 256, 14, 14] 1.84 / 0.93 ms.
+  const bool chunk_major = w.fills_weights() && !streams_worthwhile(bytes_moved<TX, TO>(a), 1);
   parallel_for(tasks, std::max<int64_t>(1, kGrainElems / task_elems), [&](int64_t begin, int64_t end) {
     alignas(64) float wbuf[kChunk];
     alignas(64) TX xbuf[kChunk];
@@ -232,10 +242,12 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
 // reads two operands): fp32 [32, 64, 56, 56] (51 MB moved) took 0.93 ms streamed against
 // 1.06 ms plain (torch 1.05 ms, a copy of the same bytes 0.64 ms), [64, 64, 56, 56] 1.97 ms
 // against 2.24 ms (copy 1.33 ms); 2 threads, in-process A/B on a shared host, best of 200.
+// (store_run streams whole lines only, fp32 vectors at the AVX-512 level: 16-bit outputs stay
+// plain. Streamed as pairs, a line a store, they lost: bf16 [64, 64, 56, 56] 0.69 ms against
+// 0.59 ms plain, fp16 0.94 / 0.55 ms; at [128, 64, 56, 56] bf16 1.73 / 1.27 ms, fp16 2.01 / 2.26.)
 template <class TX, class TO>
 bool streams(const PreluArgs& a, const Walk& w) {
-  const uint64_t bytes = uint64_t(a.self.numel()) * (sizeof(TX) + sizeof(TO));
-  if (w.out_step != 1 || !streams_worthwhile(bytes, 1)) return false;
+  if (w.out_step != 1 || !streams_worthwhile(bytes_moved<TX, TO>(a), 1)) return false;
   const uint64_t run_bytes = uint64_t(std::min(w.run, w.chunk)) * sizeof(TO);
   uint64_t step = w.chunks > 1 ? run_bytes : 0;
   for (int k = 0; k < w.outer_dims; ++k) step = std::gcd<uint64_t>(step, uint64_t(std::llabs(w.out_stride[k])) * sizeof(TO));

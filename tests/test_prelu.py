@@ -334,12 +334,13 @@ def test_bitwise_identical_across_thread_counts(isa, threads, shape, single_weig
     check(x, w, np.frombuffer(results[0], dtype).reshape(shape))
 
 
-def test_large_output_streaming_path(threads):
-    # Past a 32 MiB last-level cache: out goes out with streaming stores (the same values).
+@pytest.mark.parametrize("shape", [(8, 64, 128, 128), (24, 1024, 14, 14)], ids=str)
+def test_large_output_streaming_path(threads, shape):
+    # Past a 32 MiB last-level cache: out goes out with streaming stores (the same values), and
+    # joined runs ([N, C, 14, 14]) take their tasks in memory order, filling weights per task.
     rng = np.random.default_rng(21)
-    shape = (8, 64, 128, 128)
     x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal(64, dtype=np.float32)
+    w = rng.standard_normal(shape[1], dtype=np.float32)
     threads(2)
     out = ac.prelu(x, w)
     # Each product rounded once to float32, as NumPy's float32 product.
