@@ -1484,7 +1484,61 @@ OPS = (
             },
             'attributes': {},
         },
-        'benchmark': None,
+        'benchmark': {
+            'name': 'prelu_forward',
+            'aliases': ['prelu_forward', 'prelu_fwd'],
+            'order': None,
+            'targets': {'speedup': 1.0, 'speedup_batch1': None, 'copy_fraction': 0.6},
+            'attributes': {},
+            'inputs': {
+                'self': 'normal(shape)',
+                'weight': "normal(((shape[1] if len(shape) >= 2 else 1) if weight == 'channel' else 1,), 0.05, 0.25)",
+            },
+            'moved': None,
+            'describe': '{list(shape)} w={weight}',
+            'peer': {
+                'prepare': {'kernel': 'torch.prelu'},
+                'call': 'kernel(self, weight)',
+                'crash_prone': [],
+            },
+            'cases': [
+                {
+                    'label': 'per-channel b32',
+                    'params': {'shape': (32, 64, 56, 56), 'weight': 'channel'},
+                    'suites': ['full', 'quick'],
+                },
+                {
+                    'label': 'scalar weight b32',
+                    'params': {'shape': (32, 64, 56, 56), 'weight': 'scalar'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'ResNet layer3 b1',
+                    'params': {'shape': (1, 1024, 14, 14), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'ResNet layer3 b32',
+                    'params': {'shape': (32, 1024, 14, 14), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'UNet decoder b1',
+                    'params': {'shape': (1, 64, 256, 256), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'MLP features b256',
+                    'params': {'shape': (256, 1024), 'weight': 'channel'},
+                    'suites': ['full'],
+                },
+                {
+                    'label': 'tiny',
+                    'params': {'shape': (2, 4, 8, 8), 'weight': 'channel'},
+                    'suites': ['smoke'],
+                },
+            ],
+        },
     },
     {
         'name': 'aclnnPreluBackward',
