@@ -54,6 +54,7 @@
 #include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"
 
 // The op's parts, in the order each builds on the ones before.
 #include "grid_sampler2d_backward/constants.h"
@@ -80,7 +81,7 @@ void run_tasks(int64_t ntasks, int64_t slots, bool worth_threads, Fn&& fn) {
 // fn(begin, end) over [0, n) in chunks of `chunk` items, handed out as tasks.
 template <class Fn>
 void run_chunks(int64_t n, int64_t chunk, Fn&& fn) {
-  run_tasks(ceil_div(n, chunk), kMaxSlots, n >= 2 * chunk,
+  run_tasks(ceil_div(n, chunk), kStageMaxSlots, n >= 2 * chunk,
             [&](int64_t task, int64_t) { fn(task * chunk, std::min(n, (task + 1) * chunk)); });
 }
 
@@ -687,12 +688,10 @@ class Runner {
       const T* input = tensor_ptr<T>(a_.input) + n * a_.input.strides[0];
       float* mem = slot;
       if (p_.need_gx && p_.direct_copy_input) {  // cvalid flat planes, in the input buffer's room
+        // The sample's planes (its one block holds all C = cvalid channels), staged as the
+        // shared range copies do (staging.h).
         T* copy = reinterpret_cast<T*>(mem);
-        for (int c = 0; c < cvalid; ++c) {
-          const T* src = input + c * a_.input.strides[1];
-          T* dst = copy + c * HW;
-          for_each_offset(in_plane_, 0, HW, [&](int64_t q, int64_t off) { dst[q] = src[off]; });
-        }
+        copy_range_to_dense(a_.input, FlatIndex(a_.input), n * cvalid * HW, cvalid * HW, copy);
         d.in = copy, d.in_chan = HW, d.in_pix = 1;
         mem += buf_stride();
       } else if (p_.need_gx) {
@@ -1060,7 +1059,7 @@ class Runner {
     // parts, so groups * K < 2 * kTargetTasks; more would go unwindowed.
     RowWindow windows[2 * kTargetTasks];
     const bool windowed = p_.need_ig && groups * K <= 2 * kTargetTasks;
-    run_tasks(groups * K, kMaxSlots, true, [&](int64_t t, int64_t) {
+    run_tasks(groups * K, kStageMaxSlots, true, [&](int64_t t, int64_t) {
       const int64_t grp = t / K, k = t % K;
       if (k == 0 && p_.need_gx) load_input_block(n0 + grp / p_.nblocks, grp % p_.nblocks, group_in(grp));
       if (windowed) windows[t] = reachable_rows(n0 + grp / p_.nblocks, g_.P * k / K, g_.P * (k + 1) / K);
@@ -1081,7 +1080,7 @@ class Runner {
     });
     if (!p_.need_ig) return;
     const int64_t pieces = ceil_div(g_.HW, 4096);
-    run_tasks(groups * pieces, kMaxSlots, true, [&](int64_t t, int64_t) {
+    run_tasks(groups * pieces, kStageMaxSlots, true, [&](int64_t t, int64_t) {
       const int64_t grp = t / pieces, piece = t % pieces;
       const int64_t n = n0 + grp / p_.nblocks, b = grp % p_.nblocks;
       const int64_t q0 = piece * 4096, q1 = std::min<int64_t>(g_.HW, q0 + 4096);

@@ -36,11 +36,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "aclnn_cpu/dense_copy.h"
 #include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/ops/group_norm_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -333,17 +333,9 @@ inline uint64_t run_elems(const Plan& p) {
   return uint64_t(std::min(p.D, kShortBlock / std::max<int64_t>(1, p.HxW)) * p.HxW);
 }
 
-// Operands staged group by group (see prepare): each task copies its group of the operands no
-// fast path takes into its thread's slot, runs the contiguous group code on the slot, and
-// scatters dX back.
-struct Staging {
-  bool on = false;
-  bool dy = false, x = false, dx = false;  // which operands go through the slot
-  char* slots = nullptr;                   // `count` slots of slot_bytes(): [dY][X][dX] of a group
-  int64_t count = 0;
-  uint64_t operand_bytes = 0;               // one operand's group, rounded up to a line
-  uint64_t slot_bytes() const { return 3 * operand_bytes; }
-};
+// The operands as staged (see prepare), in slot order: a task is one group, those of its
+// operands that no fast path takes copied into its thread's slot.
+enum StagedOperand { kDy = 0, kX = 1, kDx = 2 };
 
 template <class T>
 struct Kernel {
@@ -361,9 +353,9 @@ struct Kernel {
   const T* dy0;
   const T* x0;
   T* dx0;
-  const Staging st;
+  const Staging& st;
 
-  Kernel(const GroupNormBackwardArgs& args, const Plan& plan, float* workspace, const Staging& staging = {})
+  Kernel(const GroupNormBackwardArgs& args, const Plan& plan, float* workspace, const Staging& staging)
       : a(args),
         p(plan),
         ws(workspace),
@@ -665,25 +657,19 @@ struct Kernel {
     }
   }
 
-  // The fused schedule with staged operands: a task per group, on at most st.count threads,
-  // each with its slot. An operand that is not staged has its groups in runs.
-  void run_staged() const {
-    const int64_t elems = p.D * p.HxW;
-    parallel_tasks(p.N * p.G, st.count, [&](int64_t t, int64_t worker) {
-      char* slot = st.slots + worker * st.slot_bytes();
-      T* const sdy = reinterpret_cast<T*>(slot);
-      T* const sx = reinterpret_cast<T*>(slot + st.operand_bytes);
-      T* const sdx = reinterpret_cast<T*>(slot + 2 * st.operand_bytes);
-      const int64_t start = t * elems;  // (n * C + g * D) * HxW with t = n * G + g
-      Group gp{sdy, sx, nullptr};
-      if (st.dy) copy_range_to_dense(a.gradOut, fdy, start, elems, sdy);
-      else gp.dy = dy0 + rdy.at(start);
-      if (!st.x) gp.x = x0 + rx.at(start);
-      else if (with_x()) copy_range_to_dense(a.input, fx, start, elems, sx);
-      if (p.need_dx) gp.dx = st.dx ? sdx : dx0 + rdx.at(start);
-      fused_group(t, gp, stream && !st.dx);
-      if (p.need_dx && st.dx) copy_range_from_dense(sdx, a.gradInput, fdx, start, elems);
-      if (stream && !st.dx) stream_fence();
+  // The fused schedule with staged operands: a task per group, each in its thread's slot. An
+  // operand that is not staged has its groups in runs.
+  void fused_staged() const {
+    const bool stream_dx = stream && !st.moves(kDx);
+    run_staged(st, [&](const StagedTask& task) {
+      const int64_t start = task.first, t = start / (p.D * p.HxW);  // start = (n * C + g * D) * HxW, t = n * G + g
+      Group gp{nullptr, nullptr, nullptr};
+      gp.dy = task.moves(kDy) ? task.in<const T>(kDy) : dy0 + rdy.at(start);
+      if (!task.moves(kX)) gp.x = x0 + rx.at(start);
+      else gp.x = with_x() ? task.in<const T>(kX) : task.room<const T>(kX);  // (unread: dbeta alone)
+      if (p.need_dx) gp.dx = task.moves(kDx) ? task.out<T>(kDx) : dx0 + rdx.at(start);
+      fused_group(t, gp, stream_dx);
+      if (stream_dx) stream_fence();
     });
   }
 
@@ -703,7 +689,7 @@ struct Kernel {
       }
       if (stream) stream_fence();
     };
-    if (st.on) return run_staged();
+    if (st.staged()) return fused_staged();
     // Big groups, a few per thread, are handed out one at a time: with a fixed share, a thread
     // that loses its core for a while holds up the call (VAE N1 C128 256x256, 32 groups of
     // 1-2 MiB, 2 threads, in-process A/B against the fixed split, three runs: bf16 0.87-0.95x
@@ -1177,40 +1163,15 @@ struct Kernel {
 
 namespace {
 
-// The call as the kernel runs it: when neither channel rows nor group runs take the operands'
-// layouts (a slice along the last dim, transposed planes), the operands that are not runs are
-// replaced by dense copies in the workspace (dense_copy.h), after the plan's floats. Element
-// by element, such layouts had taken 17-24x the contiguous call's time (N2 C640 32x32), 14-20x
-// torch's. `dense_at` may be null (the size query).
-struct Prepared {
-  GroupNormBackwardArgs args;
-  Plan plan;
-  bool dense_dy = false, dense_x = false, dense_dx = false;
-  Staging staging;  // instead of dense copies, when the groups fit a slot
-  GroupNormBackwardArgs views;  // what the dense copies copy: the given operands (planes in memory order)
-  uint64_t kernel_bytes = 0, bytes = 0;  // the plan's floats; the whole workspace
-};
-
-// t as [N, C, HxW] with each (n, c) plane taken in memory order (TensorView::
-// planes_in_memory_order), when t is [N, C, ...] of rank 4 or more.
-bool plane_in_memory_order(const TensorView& t, int64_t N, int64_t C, TensorView& out) {
-  return t.ndim >= 4 && t.shape[0] == N && t.shape[1] == C && t.planes_in_memory_order(out);
-}
-
 // Operands whose planes share one permuted dense layout (transposed planes) run in memory
 // order: GroupNorm's sums do not depend on the position order beyond rounding, and dX is
 // elementwise. (Through dense copies, transposed planes of N2 C640 32x32 took 1.2 ms against
 // torch's 0.19.) A masked-off gradInput does not count.
 void planes_in_memory_order(GroupNormBackwardArgs& a, int64_t N, int64_t C, bool need_dx) {
   const TensorView& x = a.input;
-  if (x.ndim < 4 || x.is_contiguous() || !x.same_layout(a.gradOut) || (need_dx && !x.same_layout(a.gradInput)))
-    return;
-  TensorView dy, xm, dx;
-  if (!plane_in_memory_order(a.gradOut, N, C, dy) || !plane_in_memory_order(x, N, C, xm)) return;
-  if (need_dx && !plane_in_memory_order(a.gradInput, N, C, dx)) return;
-  a.gradOut = dy;
-  a.input = xm;
-  if (need_dx) a.gradInput = dx;
+  if (x.ndim < 4 || x.shape[0] != N || x.shape[1] != C) return;
+  if (need_dx) to_planes_in_memory_order({&a.input, &a.gradOut, &a.gradInput});
+  else to_planes_in_memory_order({&a.input, &a.gradOut});
 }
 
 // Staged groups: a layout no fast path takes, in the fused schedule (groups that stay in cache
@@ -1226,57 +1187,49 @@ bool stages_groups(const Plan& p, uint64_t operand_bytes) {
          3 * operand_bytes <= kSlotMaxBytes;
 }
 
-Prepared prepare(const GroupNormBackwardArgs& given_args, char* dense_at) {
-  Prepared r{given_args, make_plan(given_args), false, false, false, Staging{}, given_args};
-  if (!r.plan.empty && !r.plan.channel_rows)
-    planes_in_memory_order(r.args, r.plan.N, r.plan.C, r.plan.need_dx);
-  const GroupNormBackwardArgs given = r.args;
-  r.views = given;
+// The call as the kernel runs it: when neither channel rows nor group runs take the operands'
+// layouts (a slice along the last dim, transposed planes), the operands that are not runs are
+// copied (staging.h), group by group (stages_groups) or whole into the workspace, after the
+// plan's floats. Element by element, such layouts had taken 17-24x the contiguous call's time
+// (N2 C640 32x32), 14-20x torch's. `at` may be null (the size query).
+Prepared<GroupNormBackwardArgs, Plan> prepare(const GroupNormBackwardArgs& given, char* at) {
+  Prepared<GroupNormBackwardArgs, Plan> r{given, make_plan(given), Staging(at)};
   if (!r.plan.empty && !r.plan.channel_rows) {
+    planes_in_memory_order(r.args, r.plan.N, r.plan.C, r.plan.need_dx);
+    const GroupNormBackwardArgs& views = r.args;  // what the copies copy
     const int64_t group_elems = r.plan.D * r.plan.HxW;
     const auto runs = [&](const TensorView& t) {
       const FlatIndex f(t);
       return GroupRuns(f, group_elems).ok;
     };
-    const bool dy_runs = runs(given.gradOut), x_runs = runs(given.input);
-    const bool dx_runs = !r.plan.need_dx || runs(given.gradInput);
-    const uint64_t operand_bytes = (uint64_t(group_elems) * given.gradOut.itemsize() + 63) / 64 * 64;
-    // Operands whose whole copies transpose a unit-stride dim beyond the group (Fortran order:
-    // the samples innermost) would stage element by element: they are copied whole.
-    const bool spread = copies_spread({dy_runs ? nullptr : &given.gradOut, x_runs ? nullptr : &given.input,
-                                       dx_runs ? nullptr : &given.gradInput});
-    if (!(dy_runs && x_runs && dx_runs) && !spread && stages_groups(r.plan, operand_bytes)) {
-      Staging& st = r.staging;
-      st.on = true;
-      st.dy = !dy_runs, st.x = !x_runs, st.dx = !dx_runs;
-      st.slots = dense_at;
-      st.operand_bytes = operand_bytes;
-      st.count = staged_slots(r.plan.N * r.plan.G, st.slot_bytes());
-      r.bytes = uint64_t(st.count) * st.slot_bytes();
-    } else if (!(dy_runs && x_runs && dx_runs)) {
-      DensePlace place{dense_at};
-      if ((r.dense_dy = !dy_runs)) r.args.gradOut = place.take(given.gradOut);
-      if ((r.dense_x = !x_runs)) r.args.input = place.take(given.input);
-      if ((r.dense_dx = !dx_runs)) r.args.gradInput = place.take(given.gradInput);
+    Staging& s = r.staging;  // operands kDy, kX, kDx (input's shape when dX is not written)
+    s.add(views.gradOut, Staging::kIn, !runs(views.gradOut));
+    s.add(views.input, Staging::kIn, !runs(views.input));
+    s.add(r.plan.need_dx ? views.gradInput : views.input, Staging::kOut,
+          r.plan.need_dx && !runs(views.gradInput));
+    const uint64_t operand_bytes = (uint64_t(group_elems) * views.gradOut.itemsize() + 63) / 64 * 64;
+    if (s.any() && !(stages_groups(r.plan, operand_bytes) &&
+                     s.plan_fixed_tasks(r.plan.N * r.plan.G * group_elems, group_elems))) {
+      s.plan_whole();
+      s.use_dense(kDy, r.args.gradOut);
+      s.use_dense(kX, r.args.input);
+      s.use_dense(kDx, r.args.gradInput);
       r.plan = make_plan(r.args);
-      r.bytes = place.bytes;
     }
   }
   r.kernel_bytes = r.plan.empty ? 0 : (uint64_t(r.plan.total) * sizeof(float) + 63) / 64 * 64;
-  r.bytes += r.kernel_bytes;
   return r;
 }
 
 }  // namespace
 
 uint64_t group_norm_backward_workspace(const GroupNormBackwardArgs& args) {
-  return prepare(args, nullptr).bytes;
+  return prepare(args, nullptr).bytes();
 }
 
 aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspace) {
-  const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(args, dense_at); });
-  if (r.dense_dy) copy_to_dense(r.views.gradOut, r.args.gradOut.data);
-  if (r.dense_x) copy_to_dense(r.views.input, r.args.input.data);
+  const auto r = prepare_in(workspace, [&](char* at) { return prepare(args, at); });
+  r.staging.copy_in();
   float* floats = static_cast<float*>(workspace);
   switch (args.gradOut.dtype) {
     case DType::Float32: Kernel<float>(r.args, r.plan, floats, r.staging).run(); break;
@@ -1284,7 +1237,7 @@ aclnnStatus group_norm_backward(const GroupNormBackwardArgs& args, void* workspa
     case DType::BFloat16: Kernel<bfloat16_t>(r.args, r.plan, floats, r.staging).run(); break;
     default: return kInner;
   }
-  if (r.dense_dx) copy_from_dense(r.args.gradInput.data, r.views.gradInput);
+  r.staging.copy_out();
   return kSuccess;
 }
 

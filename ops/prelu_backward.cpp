@@ -25,11 +25,11 @@
 #include <numeric>
 #include <type_traits>
 
-#include "aclnn_cpu/dense_copy.h"
 #include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/ops/prelu_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -594,43 +594,19 @@ void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const floa
   });
 }
 
-// Operands staged task by task (see prepare): on the channel-run schedule a task takes whole
-// planes, copies those of gradOutput (broadcast to self's shape), self and gradInput that are
-// not contiguous into its thread's slot, runs each plane's chunks there as the contiguous call
-// does (the same partials) and copies gradInput back.
-struct Staging {
-  bool on = false;
-  bool go = false, x = false, gi = false;  // which operands go through the slot
-  char* slots = nullptr;                   // `count` slots of slot_bytes(): [go][x][gi] of a task
-  int64_t count = 0;
-  int64_t planes_per_task = 1;
-  uint64_t operand_bytes = 0;              // one operand's share of a task, rounded up to a line
-  uint64_t slot_bytes() const { return 3 * operand_bytes; }
-};
-
+// Staged tasks (see prepare): on the channel-run schedule a task takes whole planes of
+// gradOutput (broadcast to self's shape), self and gradInput, those that are not contiguous
+// copied into its thread's slot, and runs each plane's chunks there as the contiguous call does
+// (the same partials).
 template <bool kStream, class T>
-void run_staged(const PreluBackwardArgs& a, const TensorView& go_view, const Layout& l, const Staging& st,
-                float* partials) {
-  const FlatIndex fgo(go_view), fx(a.self), fgi(a.gradInput);
-  const int64_t planes = l.N * l.C, HxW = l.HxW, chunks = l.chunks_per_plane;
-  const int64_t tasks = (planes + st.planes_per_task - 1) / st.planes_per_task;
+void run_staged_planes(const PreluBackwardArgs& a, const Layout& l, const Staging& st, float* partials) {
+  const int64_t HxW = l.HxW, chunks = l.chunks_per_plane;
   const int64_t unit[3] = {1, 1, 1};
-  parallel_tasks(tasks, st.count, [&](int64_t s, int64_t worker) {
-    char* slot = st.slots + worker * st.slot_bytes();
-    const int64_t p0 = s * st.planes_per_task, p1 = std::min(planes, p0 + st.planes_per_task);
-    const int64_t first = p0 * HxW, count = (p1 - p0) * HxW;
-    const T* go = go_view.ptr<const T>() + first;
-    const T* x = a.self.ptr<const T>() + first;
-    T* gi = a.gradInput.ptr<T>() + first;
-    if (st.go) {
-      copy_range_to_dense(go_view, fgo, first, count, slot);
-      go = reinterpret_cast<const T*>(slot);
-    }
-    if (st.x) {
-      copy_range_to_dense(a.self, fx, first, count, slot + st.operand_bytes);
-      x = reinterpret_cast<const T*>(slot + st.operand_bytes);
-    }
-    if (st.gi) gi = reinterpret_cast<T*>(slot + 2 * st.operand_bytes);
+  run_staged(st, [&](const StagedTask& task) {
+    const T* go = task.in<const T>(kGo);
+    const T* x = task.in<const T>(kX);
+    T* gi = task.out<T>(kGi);
+    const int64_t p0 = task.first / HxW, p1 = p0 + task.count / HxW;
     for (int64_t p = p0; p < p1; ++p) {
       const float w = weight_at<T>(a.weight, p % l.C);
       for (int64_t k = 0; k < chunks; ++k) {
@@ -640,7 +616,6 @@ void run_staged(const PreluBackwardArgs& a, const TensorView& go_view, const Lay
         partials[p * chunks + k] = reduce_add(acc);
       }
     }
-    if (st.gi) copy_range_from_dense(gi, a.gradInput, fgi, first, count);
     if (kStream) stream_fence();
   });
   combine_grad_weight<T>(a, l, partials);
@@ -671,14 +646,8 @@ static PreluBackwardArgs as_channel_rows(const PreluBackwardArgs& a) {
 // memory order (another fixed order, as for channel rows). Through dense copies, transposed
 // planes of [8, 64, 56, 56] took 10.9x the contiguous call's time (1.17 ms; torch 3.9 ms).
 static PreluBackwardArgs as_planes_in_memory_order(const PreluBackwardArgs& a) {
-  const TensorView& x = a.self;
-  if (x.ndim < 4 || x.numel() == 0 || x.is_contiguous() || !x.same_layout(a.gradOutput) ||
-      !x.same_layout(a.gradInput))
-    return a;
   PreluBackwardArgs planes = a;
-  if (!a.gradOutput.planes_in_memory_order(planes.gradOutput) || !x.planes_in_memory_order(planes.self) ||
-      !a.gradInput.planes_in_memory_order(planes.gradInput))
-    return a;
+  to_planes_in_memory_order({&planes.self, &planes.gradOutput, &planes.gradInput});
   return planes;
 }
 
@@ -686,84 +655,57 @@ namespace {
 
 // The call as the kernel runs it: when a row's positions are not unit-stride in all three
 // operands (a slice along the last dim, a transposed plane, a gradOutput broadcast along the
-// rows), the operands that are not contiguous are copied: task by task into a slot per thread
-// on the channel-run schedule (Staging), else whole into the workspace (dense_copy.h; a
+// rows), the operands that are not contiguous are copied (staging.h): task by task on the
+// channel-run schedule, a task whole planes of about 64 KiB of each operand (staged_unit
+// makes an operand that is a transposed pair copy in tiles), else whole into the workspace (a
 // broadcast gradOutput is expanded to self's shape), after the kernel's floats. Element by
 // element, such layouts had taken 38-44x the contiguous call's time ([8, 64, 56, 56]: a
-// transposed plane 4.7 ms, torch 4.0 ms). `dense_at` may be null (the size query).
-struct Prepared {
-  PreluBackwardArgs args;  // as the kernel takes it (channel rows where they apply)
-  Layout l;
-  bool dense_go = false, dense_x = false, dense_gi = false;
-  Staging staging;     // instead of dense copies, on the channel-run schedule
-  TensorView go_view;  // gradOutput as the copy reads it: broadcast to self's shape
-  uint64_t kernel_bytes = 0, bytes = 0;  // the kernel's floats; the whole workspace
-};
-
-// Staged tasks (Staging) where the dense copies' layout runs the channel-run schedule: a task
-// is whole planes, about 64 KiB of each operand; an operand that is a transposed pair
-// (transposed planes, channels-last) makes it whole planes of that pair where they fit, else a
-// strip of a line's worth of its rows, so its copies go in tiles reading each source line whole.
-// Fortran-order operands are copied whole (staged_unit is 0 for them).
-Staging plan_staging(const Layout& l, std::initializer_list<const TensorView*> staged, uint64_t itemsize) {
-  Staging st;
-  if (!l.channel_runs) return st;
-  const int64_t unit = staged_unit(l.HxW, int64_t(kStageUnitMaxBytes / itemsize), staged);  // whole planes
-  if (unit == 0) return st;
-  const int64_t planes = l.N * l.C;
-  const int64_t task_elems = staged_task_elems(planes * l.HxW, unit, itemsize, kGrainElems);
-  if (task_elems == 0) return st;
-  st.planes_per_task = task_elems / l.HxW;
-  st.operand_bytes = (uint64_t(task_elems) * itemsize + 63) / 64 * 64;
-  st.count = staged_slots((planes + st.planes_per_task - 1) / st.planes_per_task, st.slot_bytes());
-  st.on = true;
-  return st;
-}
-
-Prepared prepare(const PreluBackwardArgs& given, char* dense_at) {
-  Prepared r;
-  r.args = as_planes_in_memory_order(as_channel_rows(given));
-  r.l = make_layout(r.args);
-  const bool empty = r.l.N * r.l.W == 0;
-  if (!empty && (r.l.run_stride[kGo] != 1 || r.l.run_stride[kX] != 1 || r.l.run_stride[kGi] != 1)) {
-    PreluBackwardArgs dense = given;
+// transposed plane 4.7 ms, torch 4.0 ms). `at` may be null (the size query).
+Prepared<PreluBackwardArgs, Layout> prepare(const PreluBackwardArgs& given, char* at) {
+  Prepared<PreluBackwardArgs, Layout> r{as_planes_in_memory_order(as_channel_rows(given)), Layout{}, Staging(at)};
+  r.plan = make_layout(r.args);
+  const bool empty = r.plan.N * r.plan.W == 0;
+  const Layout& l = r.plan;
+  if (!empty && (l.run_stride[kGo] != 1 || l.run_stride[kX] != 1 || l.run_stride[kGi] != 1)) {
     const TensorView& x = given.self;
     // gradOutput aligned to self's dims from the right, broadcast dims at stride 0.
-    r.go_view = x;
-    r.go_view.data = given.gradOutput.data;
+    TensorView go_view = x;
+    go_view.data = given.gradOutput.data;
     const int shift = x.ndim - given.gradOutput.ndim;
     for (int i = 0; i < x.ndim; ++i) {
       const int j = i - shift;
-      r.go_view.strides[i] = j < 0 || given.gradOutput.shape[j] == 1 ? 0 : given.gradOutput.strides[j];
+      go_view.strides[i] = j < 0 || given.gradOutput.shape[j] == 1 ? 0 : given.gradOutput.strides[j];
     }
-    DensePlace place{dense_at};
-    const TensorView& gi = given.gradInput;
-    if ((r.dense_go = !(given.gradOutput.is_contiguous() && given.gradOutput.same_layout(r.go_view))))
-      dense.gradOutput = place.take(r.go_view);
-    if ((r.dense_x = !x.is_contiguous())) dense.self = place.take(x);
-    if ((r.dense_gi = !gi.is_contiguous())) dense.gradInput = place.take(gi);
-    r.args = as_channel_rows(dense);
-    r.l = make_layout(r.args);
-    r.bytes = place.bytes;
-    Staging st = plan_staging(r.l, {r.dense_go ? &r.go_view : nullptr, r.dense_x ? &x : nullptr,
-                                    r.dense_gi ? &gi : nullptr}, x.itemsize());
-    if (st.on) {
-      st.go = r.dense_go, st.x = r.dense_x, st.gi = r.dense_gi;
-      r.dense_go = r.dense_x = r.dense_gi = false;
-      r.args = given;  // (the kernel reads gradOutput through go_view)
-      r.staging = st;
-      r.bytes = uint64_t(st.count) * st.slot_bytes();
+    Staging& s = r.staging;  // operands kGo, kX, kGi
+    s.add(go_view, Staging::kIn, !(given.gradOutput.is_contiguous() && given.gradOutput.same_layout(go_view)));
+    s.add(x, Staging::kIn, !x.is_contiguous());
+    s.add(given.gradInput, Staging::kOut, !given.gradInput.is_contiguous());
+    // The kernel on the dense copies (channel rows where they apply); a staged call keeps their
+    // layout's schedule, and reads gradOutput through go_view.
+    const auto on_dense = [&] {
+      PreluBackwardArgs dense = given;
+      s.use_dense(kGo, dense.gradOutput);
+      s.use_dense(kX, dense.self);
+      s.use_dense(kGi, dense.gradInput);
+      return as_channel_rows(dense);
+    };
+    r.args = on_dense();
+    r.plan = make_layout(r.args);
+    if (l.channel_runs && s.plan_tasks(l.N * l.C * l.HxW, l.HxW, kGrainElems)) {
+      r.args = given;
+    } else {
+      s.plan_whole();
+      r.args = on_dense();
     }
   }
-  r.kernel_bytes = empty ? 0 : (uint64_t(r.l.weight_floats() + r.l.partial_count()) * sizeof(float) + 63) / 64 * 64;
-  r.bytes += r.kernel_bytes;
+  r.kernel_bytes = empty ? 0 : (uint64_t(l.weight_floats() + l.partial_count()) * sizeof(float) + 63) / 64 * 64;
   return r;
 }
 
 }  // namespace
 
 uint64_t prelu_backward_workspace(const PreluBackwardArgs& given) {
-  return prepare(given, nullptr).bytes;
+  return prepare(given, nullptr).bytes();
 }
 
 namespace {
@@ -796,39 +738,34 @@ void run_dtype(const PreluBackwardArgs& a, const Layout& l, float* ws) {
 
 // Staged: gradInput streams as on the dense copies when it is written in place (contiguous).
 template <class T>
-void run_staged_dtype(const PreluBackwardArgs& a, const TensorView& go_view, const Layout& l, const Staging& st,
-                      float* ws) {
-  if (!st.gi && streams<T>(a, l)) run_staged<true, T>(a, go_view, l, st, ws);
-  else run_staged<false, T>(a, go_view, l, st, ws);
+void run_staged_dtype(const PreluBackwardArgs& a, const Layout& l, const Staging& st, float* ws) {
+  if (!st.moves(kGi) && streams<T>(a, l)) run_staged_planes<true, T>(a, l, st, ws);
+  else run_staged_planes<false, T>(a, l, st, ws);
 }
 
 }  // namespace
 
 aclnnStatus prelu_backward(const PreluBackwardArgs& given, void* workspace) {
-  const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
-  if (r.staging.on) {
-    Staging st = r.staging;
-    float* ws = static_cast<float*>(workspace);
-    st.slots = reinterpret_cast<char*>(workspace) + r.kernel_bytes;
+  const auto r = prepare_in(workspace, [&](char* at) { return prepare(given, at); });
+  float* ws = static_cast<float*>(workspace);
+  if (r.staging.staged()) {
     // The channel-run schedule's floats: no weights, the partials first.
     switch (given.self.dtype) {
-      case DType::Float32: run_staged_dtype<float>(given, r.go_view, r.l, st, ws); break;
-      case DType::Float16: run_staged_dtype<half_t>(given, r.go_view, r.l, st, ws); break;
-      case DType::BFloat16: run_staged_dtype<bfloat16_t>(given, r.go_view, r.l, st, ws); break;
+      case DType::Float32: run_staged_dtype<float>(given, r.plan, r.staging, ws); break;
+      case DType::Float16: run_staged_dtype<half_t>(given, r.plan, r.staging, ws); break;
+      case DType::BFloat16: run_staged_dtype<bfloat16_t>(given, r.plan, r.staging, ws); break;
       default: return kInner;
     }
     return kSuccess;
   }
-  if (r.dense_go) copy_to_dense(r.go_view, r.args.gradOutput.data);
-  if (r.dense_x) copy_to_dense(given.self, r.args.self.data);
-  float* ws = static_cast<float*>(workspace);
+  r.staging.copy_in();
   switch (r.args.self.dtype) {
-    case DType::Float32: run_dtype<float>(r.args, r.l, ws); break;
-    case DType::Float16: run_dtype<half_t>(r.args, r.l, ws); break;
-    case DType::BFloat16: run_dtype<bfloat16_t>(r.args, r.l, ws); break;
+    case DType::Float32: run_dtype<float>(r.args, r.plan, ws); break;
+    case DType::Float16: run_dtype<half_t>(r.args, r.plan, ws); break;
+    case DType::BFloat16: run_dtype<bfloat16_t>(r.args, r.plan, ws); break;
     default: return kInner;
   }
-  if (r.dense_gi) copy_from_dense(r.args.gradInput.data, given.gradInput);
+  r.staging.copy_out();
   return kSuccess;
 }
 

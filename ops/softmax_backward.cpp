@@ -15,7 +15,7 @@
 //     a contiguous row of its length (so its result does not depend on its strides) and
 //     written with the row kernel when its elements are adjacent, else scalar.
 // Layouts that neither the rows nor the columns take in place run the contiguous kernels on
-// copies: task by task through a slot per thread (Staging) where a task's rows or slabs fit,
+// copies (staging.h): task by task through a slot per thread where a task's rows or slabs fit,
 // else on whole dense copies in the workspace (see prepare).
 // Arithmetic and accumulation are fp32 for every dtype; out may have its own dtype (float32,
 // float16, bfloat16 or float64). A float64 out receives the fp32 result widened exactly.
@@ -24,10 +24,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "aclnn_cpu/dense_copy.h"
 #include "aclnn_cpu/ops/softmax_backward_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"
 #include "aclnn_cpu/strided_move.h"
 
 namespace aclnn_cpu {
@@ -676,53 +676,30 @@ void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   }
 }
 
-// Operands staged task by task (see prepare): each task takes whole rows (or slabs) of the
-// given operands in row-major order, copies those of the operands that are not contiguous into
-// its thread's slot, runs the contiguous code on them there and copies `out` back, so the
-// copies stay in L2 instead of going through whole-tensor buffers.
-struct Staging {
-  bool on = false;
-  bool g = false, y = false, out = false;  // which operands go through the slot
-  char* slots = nullptr;                   // `count` slots of slot_bytes(): [g][y][out] of a task
-  int64_t count = 0;
-  int64_t task_elems = 0;                  // elements of a task: whole rows or slabs
-  uint64_t in_bytes = 0, out_bytes = 0;    // a task's g (or y) and out, rounded up to a line
-  uint64_t slot_bytes() const { return 2 * in_bytes + out_bytes; }
-};
+// The operands as staged (see prepare), in slot order.
+enum StagedOperand { kG = 0, kY = 1, kO = 2 };
 
+// Staged tasks (see prepare): each takes whole rows (or slabs) of the operands in row-major
+// order, those that are not contiguous copied into its thread's slot, and runs the contiguous
+// code on them there, so the copies stay in L2 instead of going through whole-tensor buffers.
 template <class T, class O>
-void run_staged(const SoftmaxBackwardArgs& a, const Layout& l, const Staging& st) {
-  const FlatIndex fg(a.gradOutput), fy(a.output), fo(a.out);
-  const int64_t total = l.outer * l.size * l.inner;
-  const int64_t tasks = (total + st.task_elems - 1) / st.task_elems;
-  parallel_tasks(tasks, st.count, [&](int64_t t, int64_t worker) {
-    char* slot = st.slots + worker * st.slot_bytes();
-    const int64_t first = t * st.task_elems, count = std::min(st.task_elems, total - first);
-    const T* g = a.gradOutput.ptr<const T>() + first;
-    const T* y = a.output.ptr<const T>() + first;
-    O* out = a.out.ptr<O>() + first;
-    if (st.g) {
-      copy_range_to_dense(a.gradOutput, fg, first, count, slot);
-      g = reinterpret_cast<const T*>(slot);
-    }
-    if (st.y) {
-      copy_range_to_dense(a.output, fy, first, count, slot + st.in_bytes);
-      y = reinterpret_cast<const T*>(slot + st.in_bytes);
-    }
-    if (st.out) out = reinterpret_cast<O*>(slot + 2 * st.in_bytes);
-    if (l.inner == 1) rows_range<false>(g, y, out, 0, count / l.size, l.size);
-    else slabs_range<false>(g, y, out, count / (l.size * l.inner), l.size, l.inner);
-    if (st.out) copy_range_from_dense(out, a.out, fo, first, count);
+void run_staged_rows(const Layout& l, const Staging& st) {
+  run_staged(st, [&](const StagedTask& task) {
+    const T* g = task.in<const T>(kG);
+    const T* y = task.in<const T>(kY);
+    O* out = task.out<O>(kO);
+    if (l.inner == 1) rows_range<false>(g, y, out, 0, task.count / l.size, l.size);
+    else slabs_range<false>(g, y, out, task.count / (l.size * l.inner), l.size, l.inner);
   });
 }
 
 template <class T>
 aclnnStatus run_staged_out(const SoftmaxBackwardArgs& a, const Layout& l, const Staging& st) {
   switch (a.out.dtype) {
-    case DType::Float32: run_staged<T, float>(a, l, st); return kSuccess;
-    case DType::Float16: run_staged<T, half_t>(a, l, st); return kSuccess;
-    case DType::BFloat16: run_staged<T, bfloat16_t>(a, l, st); return kSuccess;
-    case DType::Float64: run_staged<T, double>(a, l, st); return kSuccess;
+    case DType::Float32: run_staged_rows<T, float>(l, st); return kSuccess;
+    case DType::Float16: run_staged_rows<T, half_t>(l, st); return kSuccess;
+    case DType::BFloat16: run_staged_rows<T, bfloat16_t>(l, st); return kSuccess;
+    case DType::Float64: run_staged_rows<T, double>(l, st); return kSuccess;
     default: return kInner;
   }
 }
@@ -752,12 +729,8 @@ SoftmaxBackwardArgs in_memory_order(const SoftmaxBackwardArgs& a) {
   const int rank = g.ndim;
   if (rank < 2 || (g.is_contiguous() && a.output.is_contiguous() && a.out.is_contiguous())) return a;
   if (!g.same_layout(a.output) || !g.same_layout(a.out)) return a;
-  int order[kMaxDims];
-  for (int i = 0; i < rank; ++i) order[i] = i;
-  // Largest stride first, ties in dim order (an insertion sort: at most kMaxDims dims, and no
-  // std:: algorithm instantiated outside this ISA's namespace).
-  for (int i = 1; i < rank; ++i)
-    for (int k = i; k > 0 && g.strides[order[k]] > g.strides[order[k - 1]]; --k) std::swap(order[k], order[k - 1]);
+  int order[kMaxDims];  // outermost first
+  if (!g.memory_order(0, order)) return a;  // not a dense permutation (gaps, zero strides)
   SoftmaxBackwardArgs m = a;
   for (TensorView* t : {&m.gradOutput, &m.output, &m.out}) {
     const TensorView before = *t;
@@ -766,7 +739,6 @@ SoftmaxBackwardArgs in_memory_order(const SoftmaxBackwardArgs& a) {
       t->strides[k] = before.strides[order[k]];
     }
   }
-  if (!m.gradOutput.is_contiguous()) return a;  // not a dense permutation (gaps, zero strides)
   const int64_t dim = a.dim < 0 ? a.dim + rank : a.dim;
   for (int k = 0; k < rank; ++k)
     if (order[k] == dim) m.dim = k;
@@ -776,46 +748,6 @@ SoftmaxBackwardArgs in_memory_order(const SoftmaxBackwardArgs& a) {
 }  // namespace
 
 namespace {
-
-// The call as the kernel runs it: operands in a layout that neither the memory order nor
-// unit-stride rows make fast are replaced by dense copies in the workspace (dense_copy.h),
-// after the long rows' partials. `workspace` may be null (the size query).
-struct Prepared {
-  SoftmaxBackwardArgs args;  // in memory order
-  Layout l;
-  bool dense_g = false, dense_y = false, dense_out = false;
-  Staging staging;  // instead of dense copies, when whole rows or slabs fit a slot
-  uint64_t kernel_bytes = 0, bytes = 0;  // the whole workspace
-};
-
-// Staged tasks (Staging): a layout no fast path takes is copied a task at a time into a slot per
-// thread rather than whole into the workspace. A task is whole rows of the contiguous rows path
-// (rows of kShortRow to kRowChunk elements: the flat blocks of shorter rows and the chunks of
-// longer ones stay on the dense copies) or whole [size, inner] slabs of the columns path, so
-// the call gives the contiguous call's bits. A transposed pair (transposed planes, channels-
-// last) copies in tiles when a task is whole planes of it, or at least whole rows of its inner
-// dim; a task is made whole planes where they fit (dense_copy.h, staged_unit). Fortran-order
-// operands are copied whole (staged_unit is 0 for them).
-Staging plan_staging(const SoftmaxBackwardArgs& a, const Layout& l) {
-  Staging st;
-  if (l.inner == 1 && (l.size < kShortRow || l.size > kRowChunk)) return st;
-  st.g = !a.gradOutput.is_contiguous();
-  st.y = !a.output.is_contiguous();
-  st.out = !a.out.is_contiguous();
-  const uint64_t widest = std::max(a.gradOutput.itemsize(), a.out.itemsize());
-  const int64_t unit = staged_unit(l.size * l.inner, int64_t(kStageUnitMaxBytes / widest),  // rows or slabs
-                                   {st.g ? &a.gradOutput : nullptr, st.y ? &a.output : nullptr,
-                                    st.out ? &a.out : nullptr});
-  if (unit == 0) return Staging{};
-  const int64_t total = l.outer * l.size * l.inner;
-  st.task_elems = staged_task_elems(total, unit, widest, kRowGrainElems);
-  if (st.task_elems == 0) return Staging{};
-  st.in_bytes = (uint64_t(st.task_elems) * a.gradOutput.itemsize() + 63) / 64 * 64;
-  st.out_bytes = (uint64_t(st.task_elems) * a.out.itemsize() + 63) / 64 * 64;
-  st.count = staged_slots((total + st.task_elems - 1) / st.task_elems, st.slot_bytes());
-  st.on = true;
-  return st;
-}
 
 // Rows along the last dim whose elements lie further apart than the vector moves reach (a
 // transposed plane's rows, a channels-last tensor's rows along W) go dense when every such
@@ -834,72 +766,77 @@ bool rows_go_dense(const SoftmaxBackwardArgs& a, const Layout& l) {
   return slow;
 }
 
-Prepared prepare(const SoftmaxBackwardArgs& given, void* workspace) {
-  Prepared p;
-  p.args = in_memory_order(given);
-  p.l = make_layout(p.args);
+// The call as the kernel runs it: operands in a layout that neither the memory order nor
+// unit-stride rows make fast are copied (staging.h), after the long rows' partials. Task by
+// task where a task is whole rows of the contiguous rows path (rows of kShortRow to kRowChunk
+// elements: the flat blocks of shorter rows and the chunks of longer ones stay on whole copies)
+// or whole [size, inner] slabs of the columns path, so the call gives the contiguous call's
+// bits; a transposed pair (transposed planes, channels-last) copies in tiles when a task is
+// whole planes of it, or at least whole rows of its inner dim (staged_unit). Fortran-order
+// operands, and calls whose rows or slabs do not fit a slot, are copied whole. `at` may be null
+// (the size query).
+Prepared<SoftmaxBackwardArgs, Layout> prepare(const SoftmaxBackwardArgs& given, char* at) {
+  Prepared<SoftmaxBackwardArgs, Layout> p{in_memory_order(given), Layout{}, Staging(at)};
+  p.plan = make_layout(p.args);
+  const Layout& l = p.plan;
   if (p.args.gradOutput.numel() == 0) return p;
-  if (!p.l.contiguous) {
+  if (!l.contiguous) {
     // Rows along the last dim mostly stay on the strided path: unit-stride ones run the row
     // kernels, others gather one row at a time, a single pass where dense copies take three
     // (a slice of every other element along the last dim of [8, 12, 128, 128]: 0.59 ms
     // strided, 0.82 dense), except rows far apart that copy in blocks (rows_go_dense). Dims
     // with an inner extent would step by `inner` element by element (a channel slice over dim
     // 1 of [8, 64, 32, 32]: 2.15 ms, torch 0.08): those run on their slabs in place where each
-    // slab is contiguous (Layout::slabs), and go dense otherwise.
-    if (p.l.inner > 1 ? !p.l.slabs : rows_go_dense(p.args, p.l)) {
-      p.staging = plan_staging(p.args, p.l);
-      if (p.staging.on) {
-        p.staging.slots = static_cast<char*>(workspace);
-        p.bytes = uint64_t(p.staging.count) * p.staging.slot_bytes();
+    // slab is contiguous (Layout::slabs), and are copied otherwise.
+    if (l.inner > 1 ? !l.slabs : rows_go_dense(p.args, l)) {
+      // (Not contiguous, so not in memory order either: p.args are the given operands.)
+      Staging& s = p.staging;  // operands kG, kY, kO
+      s.add(p.args.gradOutput, Staging::kIn, !p.args.gradOutput.is_contiguous());
+      s.add(p.args.output, Staging::kIn, !p.args.output.is_contiguous());
+      s.add(p.args.out, Staging::kOut, !p.args.out.is_contiguous());
+      const bool whole_rows = l.inner > 1 || (l.size >= kShortRow && l.size <= kRowChunk);
+      if (whole_rows && s.plan_tasks(l.outer * l.size * l.inner, l.size * l.inner, kRowGrainElems))
         return p;  // (no long rows: no kernel bytes)
-      }
-      SoftmaxBackwardArgs dense = given;
-      DensePlace place{static_cast<char*>(workspace)};
-      for (auto [t, flag] : {std::pair{&dense.gradOutput, &p.dense_g}, std::pair{&dense.output, &p.dense_y},
-                             std::pair{&dense.out, &p.dense_out}}) {
-        if (t->is_contiguous()) continue;
-        *flag = true;
-        *t = place.take(*t);
-      }
+      s.plan_whole();
+      SoftmaxBackwardArgs dense = p.args;
+      s.use_dense(kG, dense.gradOutput);
+      s.use_dense(kY, dense.output);
+      s.use_dense(kO, dense.out);
       p.args = in_memory_order(dense);
-      p.l = make_layout(p.args);
-      p.bytes = place.bytes;
+      p.plan = make_layout(p.args);
     }
   }
-  p.kernel_bytes = p.l.row_chunks > 1 ? (uint64_t(p.l.outer * p.l.row_chunks) * sizeof(float) + 63) / 64 * 64 : 0;
-  p.bytes += p.kernel_bytes;
+  p.kernel_bytes = l.row_chunks > 1 ? (uint64_t(l.outer * l.row_chunks) * sizeof(float) + 63) / 64 * 64 : 0;
   return p;
 }
 
 }  // namespace
 
 uint64_t softmax_backward_workspace(const SoftmaxBackwardArgs& given) {
-  return prepare(given, nullptr).bytes;
+  return prepare(given, nullptr).bytes();
 }
 
 aclnnStatus softmax_backward(const SoftmaxBackwardArgs& given, void* workspace) {
-  const Prepared p = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
+  const auto p = prepare_in(workspace, [&](char* at) { return prepare(given, at); });
   if (p.args.gradOutput.numel() == 0) return kSuccess;
-  if (p.staging.on) {
+  if (p.staging.staged()) {
     switch (p.args.gradOutput.dtype) {
-      case DType::Float32: return run_staged_out<float>(p.args, p.l, p.staging);
-      case DType::Float16: return run_staged_out<half_t>(p.args, p.l, p.staging);
-      case DType::BFloat16: return run_staged_out<bfloat16_t>(p.args, p.l, p.staging);
+      case DType::Float32: return run_staged_out<float>(p.args, p.plan, p.staging);
+      case DType::Float16: return run_staged_out<half_t>(p.args, p.plan, p.staging);
+      case DType::BFloat16: return run_staged_out<bfloat16_t>(p.args, p.plan, p.staging);
       default: return kInner;
     }
   }
-  if (p.dense_g) copy_to_dense(given.gradOutput, p.args.gradOutput.data);
-  if (p.dense_y) copy_to_dense(given.output, p.args.output.data);
+  p.staging.copy_in();
   float* partials = static_cast<float*>(workspace);
   aclnnStatus status = kInner;
   switch (p.args.gradOutput.dtype) {
-    case DType::Float32: status = run_out<float>(p.args, p.l, partials); break;
-    case DType::Float16: status = run_out<half_t>(p.args, p.l, partials); break;
-    case DType::BFloat16: status = run_out<bfloat16_t>(p.args, p.l, partials); break;
+    case DType::Float32: status = run_out<float>(p.args, p.plan, partials); break;
+    case DType::Float16: status = run_out<half_t>(p.args, p.plan, partials); break;
+    case DType::BFloat16: status = run_out<bfloat16_t>(p.args, p.plan, partials); break;
     default: break;
   }
-  if (status == kSuccess && p.dense_out) copy_from_dense(p.args.out.data, given.out);
+  if (status == kSuccess) p.staging.copy_out();
   return status;
 }
 

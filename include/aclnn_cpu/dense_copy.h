@@ -6,13 +6,13 @@
 // kernels never let an address decide a result, so such a call gives exactly the bits of the
 // same call on contiguous copies. Element by element through a cursor, those layouts had cost
 // 17-43x the contiguous call's time (GroupNorm, PReLU, Softmax over dim 1), up to 25x torch's.
+// Kernels plan such copies, whole or a task at a time, through staging.h.
 // For kernel translation units (compiled per ISA level).
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
-#include <numeric>
 
 #include "aclnn_cpu/flat_values.h"
 #include "aclnn_cpu/parallel.h"
@@ -269,53 +269,6 @@ inline bool copies_spread(std::initializer_list<const TensorView*> ts) {
   for (const TensorView* t : ts)
     if (t != nullptr && dense_detail::spread_pair_dim(FlatIndex(*t)) >= 0) return true;
   return false;
-}
-
-// Staged copies: instead of whole dense copies, a kernel copies its strided operands a task at a
-// time into a slot per thread (GroupNorm's groups, Softmax's rows and slabs, PReLU's planes),
-// so the copies stay in L2. The shared sizing rules:
-constexpr uint64_t kStageTaskBytes = 64 << 10;      // one operand's share of a task, about
-constexpr uint64_t kStageUnitMaxBytes = 256 << 10;  // a unit (row, slab, plane, strip) at most
-constexpr int64_t kStageMinTasks = 4;               // fewest tasks, where the units allow
-constexpr int64_t kStageMaxSlots = 32;              // threads that get a slot
-constexpr uint64_t kStageSlotBudget = 16 << 20;     // bytes all slots may take together
-
-// The elements a task must be a whole number of: the kernel's own `unit` (a row, slab or plane),
-// grown so that each staged operand that is a transposed pair (transposed planes, channels-last)
-// is copied in whole rows of its inner dim and, where they fit, whole planes of the pair, else
-// strips of a line's worth of rows (each source line then read whole, as the tiles want).
-// 0 when that is over unit_max elements, or when a staged operand copies spread (copies_spread).
-inline int64_t staged_unit(int64_t unit, int64_t unit_max, std::initializer_list<const TensorView*> staged) {
-  if (unit > unit_max || copies_spread(staged)) return 0;
-  for (const TensorView* t : staged) {
-    if (t == nullptr) continue;
-    const FlatIndex f(*t);
-    if (!dense_detail::is_transposed_pair(f)) continue;
-    const int64_t na = f.shape[f.m - 1], plane = na * f.shape[f.m - 2];
-    const int64_t rows = unit / std::gcd(unit, na) * na;  // lcm(unit, na)
-    if (rows > unit_max) return 0;
-    unit = rows;
-    const int64_t strip = na * int64_t(64 / t->itemsize());
-    if (plane % unit == 0 && plane <= unit_max) unit = plane;
-    else if (strip % unit == 0 && strip <= unit_max) unit = strip;
-  }
-  return unit;
-}
-
-// Elements of a task of `total` in whole units of `unit`: about kStageTaskBytes of an operand of
-// `item_bytes`, but at least kStageMinTasks tasks where the units allow (fewer, bigger tasks
-// left a thread idle for part of mid-sized calls). 0 when that is a single task although the
-// call is worth two threads (`grain` elements each): the whole copies split finer.
-inline int64_t staged_task_elems(int64_t total, int64_t unit, uint64_t item_bytes, int64_t grain) {
-  const int64_t per_task = std::max<int64_t>(
-      1, std::min(int64_t(kStageTaskBytes / item_bytes) / unit, total / unit / kStageMinTasks));
-  const int64_t elems = per_task * unit;
-  return elems >= total && total >= 2 * grain ? 0 : elems;
-}
-
-// Slots for `tasks` tasks of slot_bytes each.
-inline int64_t staged_slots(int64_t tasks, uint64_t slot_bytes) {
-  return std::min<int64_t>({kStageMaxSlots, tasks, int64_t(std::max<uint64_t>(1, kStageSlotBudget / slot_bytes))});
 }
 
 // dst (dense, t.numel() elements) = t's elements in row-major order.

@@ -16,6 +16,7 @@ struct FlatIndex {
   int64_t shape[kMaxDims] = {};
   int64_t stride[kMaxDims] = {};
 
+  FlatIndex() = default;  // (m == 0: assign an index before use)
   explicit FlatIndex(const TensorView& t) {
     for (int i = 0; i < t.ndim; ++i) {
       if (t.shape[i] == 1) continue;

@@ -46,14 +46,38 @@ struct TensorView {
     return n;
   }
   ACLNN_VIEW_INLINE std::size_t itemsize() const { return dtype_size(dtype); }
-  // Row-major contiguous (size-1 dims may carry any stride).
-  ACLNN_VIEW_INLINE bool is_contiguous() const {
+  // Memory-order detection, the one test behind every layout test of a view: whether the view
+  // is dense with its dims dim_at(0), ..., dim_at(count - 1) from outermost to innermost, that
+  // is row-major contiguous once so permuted (size-1 dims may carry any stride). A dim left out
+  // must be size 1 for the whole view to be that dense, which the callers check themselves.
+  template <class DimAt>
+  ACLNN_VIEW_INLINE bool dense_in_order(int count, DimAt&& dim_at) const {
     int64_t expect = 1;
-    for (int i = ndim - 1; i >= 0; --i) {
+    for (int k = count - 1; k >= 0; --k) {
+      const int i = dim_at(k);
       if (shape[i] != 1 && strides[i] != expect) return false;
       expect *= shape[i];
     }
     return true;
+  }
+  // The dims from `first` on in memory order, outermost first: largest stride first, ties in dim
+  // order (an insertion sort over at most kMaxDims dims). Returns whether the view is dense in
+  // that order (dense_in_order): its dims from `first` on are a dense permutation (transposed,
+  // channels-last), with positive strides.
+  ACLNN_VIEW_INLINE bool memory_order(int first, int order[kMaxDims]) const {
+    const int count = ndim - first;
+    for (int k = 0; k < count; ++k) order[k] = first + k;
+    for (int i = 1; i < count; ++i)
+      for (int k = i; k > 0 && strides[order[k]] > strides[order[k - 1]]; --k) {
+        const int t = order[k];
+        order[k] = order[k - 1];
+        order[k - 1] = t;
+      }
+    return dense_in_order(count, [order](int k) __attribute__((always_inline)) { return order[k]; });
+  }
+  // Row-major contiguous (size-1 dims may carry any stride).
+  ACLNN_VIEW_INLINE bool is_contiguous() const {
+    return dense_in_order(ndim, [](int k) __attribute__((always_inline)) { return k; });
   }
   // Same shape, and the same strides wherever a dim has more than one element.
   ACLNN_VIEW_INLINE bool same_layout(const TensorView& other) const {
@@ -66,39 +90,21 @@ struct TensorView {
   // [N, H, W, C] for a [N, C, H, W] view: torch's channels_last), rank >= 3, at least 2 channels.
   ACLNN_VIEW_INLINE bool is_channels_last() const {
     if (ndim < 3 || shape[1] < 2) return false;
-    int64_t expect = 1;
-    for (int k = 0; k < ndim; ++k) {  // innermost first: dim 1, then ndim-1 .. 2, then 0
-      const int i = k == 0 ? 1 : k == ndim - 1 ? 0 : ndim - k;
-      if (shape[i] != 1 && strides[i] != expect) return false;
-      expect *= shape[i];
-    }
-    return true;
+    const int n = ndim;  // outermost first: 0, 2, ..., n - 1, then 1
+    return dense_in_order(n, [n](int k) __attribute__((always_inline)) { return k == 0 ? 0 : k == n - 1 ? 1 : k + 1; });
   }
   // This view as [d0, d1, P] with each (i0, i1) plane, dims 2 and on, taken in memory order,
   // when those dims are a dense permutation with positive strides (transposed planes, say):
   // false otherwise. For elementwise ops and per-plane sums on operands that share the layout,
   // so that position k of a plane is the same element in all of them.
   ACLNN_VIEW_INLINE bool planes_in_memory_order(TensorView& out) const {
-    if (ndim < 3) return false;
     int order[kMaxDims];
-    int k = 0;
-    for (int i = 2; i < ndim; ++i)
-      if (shape[i] != 1) order[k++] = i;
-    // Innermost first: ascending strides (an insertion sort over at most kMaxDims dims).
-    for (int i = 1; i < k; ++i)
-      for (int j = i; j > 0 && strides[order[j]] < strides[order[j - 1]]; --j) {
-        const int t = order[j];
-        order[j] = order[j - 1];
-        order[j - 1] = t;
-      }
-    int64_t expect = 1;
-    for (int i = 0; i < k; ++i) {
-      if (strides[order[i]] != expect) return false;
-      expect *= shape[order[i]];
-    }
+    if (ndim < 3 || !memory_order(2, order)) return false;
+    int64_t plane = 1;
+    for (int i = 2; i < ndim; ++i) plane *= shape[i];
     out = *this;
     out.ndim = 3;
-    out.shape[2] = expect;
+    out.shape[2] = plane;
     out.strides[2] = 1;
     for (int i = 3; i < kMaxDims; ++i) out.shape[i] = 0, out.strides[i] = 0;
     return true;

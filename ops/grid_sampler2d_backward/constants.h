@@ -19,8 +19,8 @@ constexpr int64_t kTileRecordBytes = (kTile * 4 + kAlign - 1) / kAlign * kAlign;
 // serves blocks up to 32 MiB from its heap (reused, already mapped) but maps bigger ones afresh
 // (every touched page faults again): typical calls should stay well below that.
 constexpr int64_t kRecordBudget = 8 << 20;      // bytes of records + partials per sample chunk
-constexpr int64_t kMaxSlots = 32;               // most threads that get a scratch slot
-constexpr int64_t kSlotBudget = 16 << 20;       // bytes all scratch slots may take together
+// (Scratch slots follow the shared rule of include/aclnn_cpu/staging.h: at most kStageMaxSlots,
+// all within kStageSlotBudget bytes; staged_slots.)
 // Below this many (sample, channel block) pairs, each one's positions are split into parts
 // (Runner::run_split): parts give idle threads work but cost their buffers' zeroing, bounding
 // and reduction. 8 split 4-7 pairs too; 4, in-process A/B at 2 threads over two runs (bitwise

@@ -8,6 +8,7 @@
 
 #include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"  // staged_slots
 #include "channel_layout.h"  // make_plane
 #include "constants.h"
 #include "records.h"
@@ -267,14 +268,14 @@ Plan make_plan(const GridSampler2DBackwardArgs& a) {
   if (p.parts == 1) {
     // Fused per-block tasks: each thread reuses one slot (input + inputGrad buffers + tile).
     p.slot_bytes = p.buffer_bytes + tile_bytes;
-    p.slots = std::min<int64_t>({kMaxSlots, groups, std::max<int64_t>(1, kSlotBudget / p.slot_bytes)});
+    p.slots = staged_slots(groups, uint64_t(p.slot_bytes));
   } else {
     // Every block of the chunk lives at once: its input and one inputGrad buffer per part.
     p.group_bytes = in_bytes + (p.need_ig ? p.parts * buf_bytes : 0);
     p.group_off = off;
     off += groups * p.group_bytes;
     p.slot_bytes = tile_bytes;
-    p.slots = std::min<int64_t>(kMaxSlots, groups * p.parts);
+    p.slots = staged_slots(groups * p.parts, uint64_t(p.slot_bytes));
   }
   p.slot_off = off;
   off += p.slots * p.slot_bytes;
