@@ -38,6 +38,7 @@
 #include "aclnn_cpu/ops/group_norm_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"  // staged_slots
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
