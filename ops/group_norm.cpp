@@ -555,22 +555,18 @@ void fill_empty_stats(const GroupNormArgs& a) {
 // The call as the kernel runs it. self and out as [N, C, HxW]: contiguous (each group one run),
 // planes in memory order (transposed planes: the sums do not care about the order of positions
 // beyond rounding, and the normalization is elementwise), or channels-last alike (channel rows);
-// any other layout is replaced by a dense copy in the workspace, after the plan's floats.
-struct Prepared {
-  GroupNormArgs args;
-  Plan plan;
-  bool dense_x = false, dense_y = false;
-  GroupNormArgs views;  // what the dense copies copy
-  uint64_t kernel_bytes = 0, bytes = 0;
-};
+// any other layout is replaced by a dense copy in the workspace, after the plan's floats
+// (staging.h, whole copies).
+enum { kSelf, kOut };  // the staged operands
+using Call = Prepared<GroupNormArgs, Plan>;
 
 bool is_channel_rows(const GroupNormArgs& a) {
   const TensorView& x = a.self;
   return a.HxW > 1 && x.is_channels_last() && x.same_layout(a.out);
 }
 
-Prepared prepare(const GroupNormArgs& given, char* dense_at) {
-  Prepared r{given, Plan{}, false, false, given};
+Call prepare(const GroupNormArgs& given, char* dense_at) {
+  Call r{given, Plan{}, Staging(dense_at)};
   const bool empty = given.N == 0 || given.C == 0 || given.HxW == 0;
   const bool rows = !empty && is_channel_rows(given);
   if (!empty && !rows) {
@@ -580,38 +576,38 @@ Prepared prepare(const GroupNormArgs& given, char* dense_at) {
       r.args.self = xm;
       r.args.out = ym;
     }
-    r.views = r.args;
-    DensePlace place{dense_at};
-    if ((r.dense_x = !r.args.self.is_contiguous())) r.args.self = place.take(r.views.self);
-    if ((r.dense_y = !r.args.out.is_contiguous())) r.args.out = place.take(r.views.out);
-    r.bytes = place.bytes;
+    Staging& s = r.staging;
+    s.add(r.args.self, Staging::kIn, !r.args.self.is_contiguous());
+    s.add(r.args.out, Staging::kOut, !r.args.out.is_contiguous());
+    s.plan_whole();
+    s.use_dense(kSelf, r.args.self);
+    s.use_dense(kOut, r.args.out);
   }
   r.plan = make_plan(r.args, rows);
   r.kernel_bytes = r.plan.empty ? 0 : (uint64_t(r.plan.total) * sizeof(float) + 63) / 64 * 64;
-  r.bytes += r.kernel_bytes;
   return r;
 }
 
 template <class T>
-void run_typed(const Prepared& r, void* workspace) {
+void run_typed(const Call& r, void* workspace) {
   if (r.plan.empty) return fill_empty_stats<T>(r.args);
   Kernel<T>(r.args, r.plan, static_cast<float*>(workspace)).run();
 }
 
 }  // namespace
 
-uint64_t group_norm_workspace(const GroupNormArgs& args) { return prepare(args, nullptr).bytes; }
+uint64_t group_norm_workspace(const GroupNormArgs& args) { return prepare(args, nullptr).bytes(); }
 
 aclnnStatus group_norm(const GroupNormArgs& args, void* workspace) {
-  const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(args, dense_at); });
-  if (r.dense_x) copy_to_dense(r.views.self, r.args.self.data);
+  const Call r = prepare_in(workspace, [&](char* dense_at) { return prepare(args, dense_at); });
+  r.staging.copy_in();
   switch (args.self.dtype) {
     case DType::Float32: run_typed<float>(r, workspace); break;
     case DType::Float16: run_typed<half_t>(r, workspace); break;
     case DType::BFloat16: run_typed<bfloat16_t>(r, workspace); break;
     default: return kInner;
   }
-  if (r.dense_y) copy_from_dense(r.args.out.data, r.views.out);
+  r.staging.copy_out();
   return kSuccess;
 }
 

@@ -11,7 +11,7 @@
 // ([N, C] with few channels, [N, C, 7, 7]). Tasks are chunks of about 4096 positions of a run; a
 // run that is not unit-stride in self or out (a slice, a layout the two do not share) goes
 // through stack buffers with strided_move.h's gathers and scatters; layouts whose runs those
-// would take element by element are copied through the workspace instead (Prepared). Every
+// would take element by element are copied through the workspace instead (staging.h). Every
 // layout gives, element by element, the contiguous call's bits.
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include "aclnn_cpu/ops/prelu_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"
 #include "aclnn_cpu/strided_move.h"
 
 namespace aclnn_cpu {
@@ -279,42 +280,38 @@ bool walks_in_vectors(int64_t step, int64_t run) { return step == 1 || (step_in_
 // The call as the kernel runs it. When the walk would take self or out element by element (a
 // transposed plane or a channels-last self beside a contiguous out, whose runs then step across
 // lines; short strided runs), the one of them that is not contiguous, or both, go through dense
-// copies in the workspace (dense_copy.h: tiles for transposed pairs), and the walk runs on
+// copies in the workspace (staging.h's whole copies; dense_copy.h: tiles for transposed pairs), and the walk runs on
 // row-major data. Element by element, fp32 [8, 64, 56, 56] with transposed planes into a
 // contiguous out took 0.51 ms, 5x torch's 0.10 ms (which writes its output in self's layout).
-// Workspace: the weight in fp32 (kernel_bytes), then the dense copies. `dense_at` may be null
-// (the size query).
-struct Prepared {
-  PreluArgs args;  // self and out as the walk takes them
-  Walk walk;
-  bool dense_x = false, dense_out = false;
-  uint64_t kernel_bytes = 0, bytes = 0;
-};
+// Workspace: the weight in fp32 (kernel_bytes), then the dense copies (staging.h, whole).
+// `dense_at` may be null (the size query).
+enum { kSelf, kOut };  // the staged operands
+using Call = Prepared<PreluArgs, Walk>;  // args: self and out as the walk takes them
 
-Prepared prepare(const PreluArgs& given, char* dense_at) {
-  Prepared r;
-  r.args = given;
+Call prepare(const PreluArgs& given, char* dense_at) {
+  Call r{given, Walk{}, Staging(dense_at)};
   if (empty_call(given)) return r;
   r.kernel_bytes = (uint64_t(given.weight.numel()) * sizeof(float) + 63) / 64 * 64;
-  r.walk = plan_walk(given);
-  if (!walks_in_vectors(r.walk.x_step, r.walk.run) || !walks_in_vectors(r.walk.out_step, r.walk.run)) {
-    DensePlace place{dense_at};
-    if ((r.dense_x = !given.self.is_contiguous())) r.args.self = place.take(given.self);
-    if ((r.dense_out = !given.out.is_contiguous())) r.args.out = place.take(given.out);
-    r.bytes = place.bytes;
-    r.walk = plan_walk(r.args);
+  r.plan = plan_walk(given);
+  if (!walks_in_vectors(r.plan.x_step, r.plan.run) || !walks_in_vectors(r.plan.out_step, r.plan.run)) {
+    Staging& s = r.staging;
+    s.add(given.self, Staging::kIn, !given.self.is_contiguous());
+    s.add(given.out, Staging::kOut, !given.out.is_contiguous());
+    s.plan_whole();
+    s.use_dense(kSelf, r.args.self);
+    s.use_dense(kOut, r.args.out);
+    r.plan = plan_walk(r.args);
   }
-  r.bytes += r.kernel_bytes;
   return r;
 }
 
 }  // namespace
 
-uint64_t prelu_workspace(const PreluArgs& a) { return prepare(a, nullptr).bytes; }
+uint64_t prelu_workspace(const PreluArgs& a) { return prepare(a, nullptr).bytes(); }
 
 aclnnStatus prelu(const PreluArgs& given, void* workspace) {
   if (empty_call(given)) return kSuccess;
-  const Prepared r = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
+  const Call r = prepare_in(workspace, [&](char* dense_at) { return prepare(given, dense_at); });
   float* weights = static_cast<float*>(workspace);
   const int64_t count = given.weight.numel();
   switch (given.weight.dtype) {
@@ -323,17 +320,17 @@ aclnnStatus prelu(const PreluArgs& given, void* workspace) {
     case DType::BFloat16: read_floats<bfloat16_t>(given.weight, count, weights); break;
     default: return kInner;
   }
-  if (r.dense_x) copy_to_dense(given.self, r.args.self.data);
+  r.staging.copy_in();
   // (A dense out is read back right away: no streaming into it.)
-  const bool may_stream = !r.dense_out;
+  const bool may_stream = !r.staging.moves(kOut);
   aclnnStatus status = kInner;
   switch (r.args.self.dtype) {
-    case DType::Float32: status = run_self<float>(r.args, r.walk, weights, may_stream); break;
-    case DType::Float16: status = run_self<half_t>(r.args, r.walk, weights, may_stream); break;
-    case DType::BFloat16: status = run_self<bfloat16_t>(r.args, r.walk, weights, may_stream); break;
+    case DType::Float32: status = run_self<float>(r.args, r.plan, weights, may_stream); break;
+    case DType::Float16: status = run_self<half_t>(r.args, r.plan, weights, may_stream); break;
+    case DType::BFloat16: status = run_self<bfloat16_t>(r.args, r.plan, weights, may_stream); break;
     default: break;
   }
-  if (status == kSuccess && r.dense_out) copy_from_dense(r.args.out.data, given.out);
+  if (status == kSuccess) r.staging.copy_out();
   return status;
 }
 
