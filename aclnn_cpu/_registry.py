@@ -19,14 +19,14 @@ OPS = (
         'python': 'grid_sampler2d_backward',
         'kernel': 'grid_sampler2d_backward',
         'summary': 'Gradients of 2-D grid sampling with respect to the input and the grid, each behind outputMask.',
-        'description': 'Backward of aclnnGridSampler2D: input [N, C, H_in, W_in] sampled at grid [N, H_out, W_out, 2]\n((x, y) in [-1, 1]) gave an output [N, C, H_out, W_out]; from its gradient gradOutput this\ncomputes inputGrad (like input) and gridGrad (like grid). interpolationMode 0 bilinear,\n1 nearest (round half to even), 2 bicubic (A = -0.75; the CANN implementation accepts it too);\npaddingMode 0 zeros, 1 border, 2 reflection; alignCorners as in PyTorch. outputMask[i] false:\nthat output may be null and is not touched.',
+        'description': 'Backward of aclnnGridSampler2D: input [N, C, H_in, W_in] sampled at grid [N, H_out, W_out, 2]\n((x, y) in [-1, 1]) gave an output [N, C, H_out, W_out]; from its gradient gradOutput this\ncomputes inputGrad (like input) and gridGrad (like grid). interpolationMode 0 bilinear,\n1 nearest (round half to even), 2 bicubic (A = -0.75; the CANN implementation accepts it too);\npaddingMode 0 zeros, 1 border, 2 reflection; alignCorners as in PyTorch. outputMask[i] false:\nthat output may be null and is not touched. float64 (atlas_a2, as the CANN document lists it)\nis computed in double; the other dtypes in float32, rounded once on writing.',
         'source': "CANN's aclnnGridSampler2DBackward document",
         'yaml': 'registry/grid_sampler2d_backward.yaml',
         'products': ['atlas_training', 'atlas_a2'],
         'dtype_sets': {
             'float': {
                 'atlas_training': ['float32', 'float16'],
-                'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
             },
         },
         'params': [
@@ -41,7 +41,7 @@ OPS = (
                 'doc': 'Gradient of the sampled output, [N, C, H_out, W_out].',
                 'dtypes': {
                     'atlas_training': ['float32', 'float16'],
-                    'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                    'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
                 },
             },
             {
@@ -55,7 +55,7 @@ OPS = (
                 'doc': 'Sampled input of the forward pass, [N, C, H_in, W_in] with H_in, W_in > 0.',
                 'dtypes': {
                     'atlas_training': ['float32', 'float16'],
-                    'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                    'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
                 },
             },
             {
@@ -69,7 +69,7 @@ OPS = (
                 'doc': 'Sampling locations of the forward pass, [N, H_out, W_out, 2].',
                 'dtypes': {
                     'atlas_training': ['float32', 'float16'],
-                    'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                    'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
                 },
             },
             {
@@ -124,7 +124,7 @@ OPS = (
                 'doc': 'Gradient of input; shape and dtype of input.',
                 'dtypes': {
                     'atlas_training': ['float32', 'float16'],
-                    'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                    'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
                 },
                 'alloc': {'shape': 'shape_of(input)', 'dtype': 'dtype_of(input)', 'layout': 'input'},
             },
@@ -139,7 +139,7 @@ OPS = (
                 'doc': 'Gradient of grid; shape and dtype of grid.',
                 'dtypes': {
                     'atlas_training': ['float32', 'float16'],
-                    'atlas_a2': ['float32', 'float16', 'bfloat16'],
+                    'atlas_a2': ['float32', 'float16', 'bfloat16', 'float64'],
                 },
                 'alloc': {'shape': 'shape_of(grid)', 'dtype': 'dtype_of(grid)', 'layout': 'grid'},
             },
@@ -155,7 +155,7 @@ OPS = (
                 'doc': '161001: gradOutput, input or grid is null, or an output whose outputMask flag is true is null.',
                 'message': None,
                 'when': None,
-                'line': 60,
+                'line': 61,
             },
             {
                 'index': 2,
@@ -166,7 +166,7 @@ OPS = (
                 'doc': '161002 #1: a dtype outside the supported range.',
                 'message': None,
                 'when': None,
-                'line': 63,
+                'line': 64,
                 'set': 'float',
             },
             {
@@ -178,7 +178,7 @@ OPS = (
                 'doc': 'gradOutput, grid, inputGrad and gridGrad have the dtype of input.',
                 'message': None,
                 'when': None,
-                'line': 67,
+                'line': 68,
             },
             {
                 'index': 4,
@@ -189,7 +189,7 @@ OPS = (
                 'doc': '161002 #2: gradOutput, input or grid does not have 4 dims.',
                 'message': None,
                 'when': None,
-                'line': 70,
+                'line': 71,
                 'rank': 4,
             },
             {
@@ -201,7 +201,7 @@ OPS = (
                 'doc': "161002 #3: interpolationMode or paddingMode is out of the supported range (bicubic 2 included, as CANN's implementation accepts).",
                 'message': None,
                 'when': None,
-                'line': 74,
+                'line': 75,
                 'values': [0, 1, 2],
             },
             {
@@ -213,7 +213,7 @@ OPS = (
                 'doc': '161002 #4: dim 0 of input, grid and gradOutput differ.',
                 'message': None,
                 'when': None,
-                'line': 78,
+                'line': 79,
                 'dims': [['input', 0], ['grid', 0], ['gradOutput', 0]],
             },
             {
@@ -225,7 +225,7 @@ OPS = (
                 'doc': '161002 #5: dim 1 of input and gradOutput differ.',
                 'message': None,
                 'when': None,
-                'line': 81,
+                'line': 82,
                 'dims': [['input', 1], ['gradOutput', 1]],
             },
             {
@@ -237,7 +237,7 @@ OPS = (
                 'doc': '161002 #6: dim 1 of grid differs from dim 2 of gradOutput.',
                 'message': None,
                 'when': None,
-                'line': 84,
+                'line': 85,
                 'dims': [['grid', 1], ['gradOutput', 2]],
             },
             {
@@ -249,7 +249,7 @@ OPS = (
                 'doc': '161002 #7: dim 2 of grid differs from dim 3 of gradOutput.',
                 'message': None,
                 'when': None,
-                'line': 87,
+                'line': 88,
                 'dims': [['grid', 2], ['gradOutput', 3]],
             },
             {
@@ -261,7 +261,7 @@ OPS = (
                 'doc': '161002 #8: one of the last two dims of input is 0.',
                 'message': 'input has shape {shape(input)}; its last two dims must not be 0',
                 'when': None,
-                'line': 90,
+                'line': 91,
                 'check': 'dim(input, 2) > 0 && dim(input, 3) > 0',
             },
             {
@@ -273,7 +273,7 @@ OPS = (
                 'doc': '161002 (a limit of this implementation, not in the document): H_in * W_in exceeds 2^31 - 1.',
                 'message': 'input has shape {shape(input)}; a plane of H_in * W_in pixels must have at most 2147483647 (2^31 - 1)',
                 'when': None,
-                'line': 94,
+                'line': 95,
                 'check': 'dim(input, 2) <= 2147483647 / dim(input, 3)',
             },
             {
@@ -285,7 +285,7 @@ OPS = (
                 'doc': '161002 #9: the last dim of grid is not 2.',
                 'message': 'grid has shape {shape(grid)}; its last dim must be 2',
                 'when': None,
-                'line': 100,
+                'line': 101,
                 'check': 'dim(grid, 3) == 2',
             },
             {
@@ -297,7 +297,7 @@ OPS = (
                 'doc': "161002 #10: inputGrad's shape differs from input's.",
                 'message': None,
                 'when': None,
-                'line': 104,
+                'line': 105,
             },
             {
                 'index': 14,
@@ -308,7 +308,7 @@ OPS = (
                 'doc': "161002 #10: gridGrad's shape differs from grid's.",
                 'message': None,
                 'when': None,
-                'line': 107,
+                'line': 108,
             },
         ],
         'example': {

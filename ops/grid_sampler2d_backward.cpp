@@ -63,6 +63,7 @@
 #include "grid_sampler2d_backward/tiles.h"
 #include "grid_sampler2d_backward/direct_tiles.h"
 #include "grid_sampler2d_backward/plan.h"
+#include "grid_sampler2d_backward/double_math.h"  // float64 operands
 
 namespace aclnn_cpu {
 namespace ACLNN_ISA_NS {
@@ -1229,11 +1230,16 @@ void run_typed(const GridSampler2DBackwardArgs& a, const Plan& p, char* ws) {
 }  // namespace
 
 uint64_t grid_sampler2d_backward_workspace(const GridSampler2DBackwardArgs& args) {
+  if (args.input.dtype == DType::Float64) return 0;
   const Plan p = make_plan(args);
   return p.trivial ? 0 : uint64_t(p.total);
 }
 
 aclnnStatus grid_sampler2d_backward(const GridSampler2DBackwardArgs& args, void* workspace) {
+  if (args.input.dtype == DType::Float64) {
+    run_double(args);
+    return kSuccess;
+  }
   const Plan p = make_plan(args);
   char* ws = reinterpret_cast<char*>(round_up(reinterpret_cast<intptr_t>(workspace), kAlign));
   switch (args.input.dtype) {

@@ -956,7 +956,7 @@ def test_bitwise_identical_across_thread_counts(isa, threads, shape, mode, dtype
 
 CASES = {
     "null gradOutput": 161001, "null input": 161001, "null grid": 161001, "null inputGrad": 161001,
-    "null gridGrad": 161001, "float64": 161002, "int32": 161002, "dtypes differ": 161002,
+    "null gridGrad": 161001, "int64": 161002, "int32": 161002, "dtypes differ": 161002,
     "gradOutput 3-D": 161002, "input 5-D": 161002, "grid 3-D": 161002, "interpolationMode 3": 161002,
     "interpolationMode -1": 161002, "paddingMode 3": 161002, "batch differs": 161002,
     "channels differ": 161002, "grid H differs": 161002, "grid W differs": 161002,
@@ -980,8 +980,8 @@ def error_case(case):
         ig = None
     elif case == "null gridGrad":
         gg = None
-    elif case == "float64":
-        go, x, grid, ig, gg = (a.astype(np.float64) for a in (go, x, grid, ig, gg))
+    elif case == "int64":
+        go, x, grid, ig, gg = (a.astype(np.int64) for a in (go, x, grid, ig, gg))
     elif case == "int32":
         go, x, grid, ig, gg = (a.astype(np.int32) for a in (go, x, grid, ig, gg))
     elif case == "dtypes differ":
@@ -1082,3 +1082,71 @@ def test_bfloat16_only_on_atlas_a2(product):
     product("atlas_a2")
     ac.grid_sampler2d_backward(go, x, grid, out=(ig, gg))
     check(ig, gg, reference(go, x, grid, 0, 0, False), BFLOAT16)
+
+
+# --------------------------------------------------------------------------------------------
+# float64 (atlas_a2 only): double math, against PyTorch's float64 kernel on every mode, padding
+# and alignment, with grids beyond [-1, 1], special grid values, strided operands and outputs.
+
+F64_BOUND = 2.0 ** -53
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+def test_float64_matches_torch(torch, threads, combo):
+    mode, pad, align = combo
+    rng = np.random.default_rng(37 + hash(combo) % 1000)
+    for shape in [(2, 6, 9, 7, 8, 10), (1, 3, 5, 12, 7, 6), (3, 1, 1, 1, 4, 5), (1, 2, 30, 33, 4, 3)]:
+        go, x, grid = make(rng, *shape, np.float64, spread=1.7)
+        ig, gg = run_filled_workspaces(threads, go, x, grid, mode, pad, align)
+        ref = reference(go, x, grid, mode, pad, align)
+        t_ig, t_gg = torch_reference(torch, go, x, grid, mode, pad, align)
+        # The fp32 bounds' terms at double's roundoff, plus the coordinates' own error: the
+        # kernel, torch and the reference each round a pixel coordinate of magnitude up to
+        # 2 * size in double with other formulas (a few ulps of it), which moves each weight by
+        # as much, in every one of a pixel's (at most 16 * P) contributions and, times the
+        # weights' slopes (at most 4 a tap) and the values, in every channel's gridGrad term.
+        N, C, H, W = x.shape
+        coordinate = 8 * F64_BOUND * 2 * (H + W + 2) * np.abs(go).max()
+        ig_bound = (ref[2] / FP32_EPS) * F64_BOUND + coordinate * 16 * go.shape[2] * go.shape[3]
+        gg_bound = (ref[3] / FP32_EPS) * F64_BOUND + coordinate * 4 * 16 * C * np.abs(x).max() * (H + W)
+        for what, expected in (("formulas", ref[:2]), ("torch", (t_ig, t_gg))):
+            assert_within(ig, expected[0], ig_bound + F64_BOUND * np.abs(expected[0]), f"inputGrad {what} {shape}")
+            assert_within(gg, expected[1], gg_bound + F64_BOUND * np.abs(expected[1]), f"gridGrad {what} {shape}")
+        assert_strided_layouts_give(ig, gg, rng, go, x, grid, mode, pad, align)
+        ig_only, none = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align, output_mask=(True, False))
+        assert none is None and ig_only.tobytes() == ig.tobytes()
+
+
+@pytest.mark.parametrize("combo", COMBOS, ids=combo_id)
+def test_float64_special_grid_values_match_torch(torch, combo):
+    mode, pad, align = combo
+    rng = np.random.default_rng(43 + hash(combo) % 1000)
+    go, x, _ = make(rng, 2, 5, 5, 6, 7, 9, np.float64)
+    grid = special_grid(rng, 2, 7, 9, np.float64, pad)
+    ig, gg = ac.grid_sampler2d_backward(go, x, grid, mode, pad, align)
+    safe = grid.copy()
+    safe[crashes_torch(mode, pad, grid)] = -1.0  # the documented equivalent of those entries
+    t_ig, t_gg = torch_reference(torch, go, x, safe, mode, pad, align)
+    for actual, expected in ((ig, t_ig), (gg, t_gg)):
+        assert np.array_equal(np.isnan(actual), np.isnan(expected))
+        assert np.array_equal(actual[np.isinf(expected)], expected[np.isinf(expected)])
+        finite = np.isfinite(expected)
+        scale = np.abs(expected[finite]).max(initial=0.0)
+        np.testing.assert_allclose(actual[finite], expected[finite], rtol=0, atol=1e-13 * max(scale, 1.0))
+
+
+def test_float64_only_on_atlas_a2(torch, product):
+    rng = np.random.default_rng(47)
+    go, x, grid = make(rng, 1, 2, 3, 4, 5, 6, np.float64)
+    ig, gg = np.full(x.shape, 5.0), np.full(grid.shape, 5.0)
+    product("atlas_training")
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.grid_sampler2d_backward(go, x, grid, out=(ig, gg))
+    assert info.value.status == 161002
+    np.testing.assert_array_equal(ig, 5.0)
+    np.testing.assert_array_equal(gg, 5.0)
+    product("atlas_a2")
+    ac.grid_sampler2d_backward(go, x, grid, out=(ig, gg))
+    t_ig, t_gg = torch_reference(torch, go, x, grid, 0, 0, False)
+    np.testing.assert_allclose(ig, t_ig, rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(gg, t_gg, rtol=1e-13, atol=1e-14)

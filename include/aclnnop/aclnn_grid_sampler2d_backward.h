@@ -16,11 +16,11 @@ extern "C" {
  *
  * Parameters:
  *   gradOutput (input): Gradient of the sampled output, [N, C, H_out, W_out]. dtypes:
- *       atlas_training float32, float16; atlas_a2 float32, float16, bfloat16.
+ *       atlas_training float32, float16; atlas_a2 float32, float16, bfloat16, float64.
  *   input (input): Sampled input of the forward pass, [N, C, H_in, W_in] with H_in, W_in > 0.
- *       dtypes: atlas_training float32, float16; atlas_a2 float32, float16, bfloat16.
+ *       dtypes: atlas_training float32, float16; atlas_a2 float32, float16, bfloat16, float64.
  *   grid (input): Sampling locations of the forward pass, [N, H_out, W_out, 2]. dtypes:
- *       atlas_training float32, float16; atlas_a2 float32, float16, bfloat16.
+ *       atlas_training float32, float16; atlas_a2 float32, float16, bfloat16, float64.
  *   interpolationMode (int64): 0 bilinear, 1 nearest, 2 bicubic.
  *   paddingMode (int64): 0 zeros, 1 border, 2 reflection.
  *   alignCorners (bool): True maps -1 and 1 to the centres of the corner pixels, false to their
@@ -28,10 +28,10 @@ extern "C" {
  *   outputMask (bool[2]): Which of inputGrad, gridGrad to compute.
  *   inputGrad (output): Gradient of input; shape and dtype of input. (written when
  *       outputMask[0] is true, else may be null) dtypes: atlas_training float32, float16;
- *       atlas_a2 float32, float16, bfloat16.
+ *       atlas_a2 float32, float16, bfloat16, float64.
  *   gridGrad (output): Gradient of grid; shape and dtype of grid. (written when outputMask[1]
  *       is true, else may be null) dtypes: atlas_training float32, float16; atlas_a2 float32,
- *       float16, bfloat16.
+ *       float16, bfloat16, float64.
  *   workspaceSize: receives the size in bytes of the workspace phase 2 needs.
  *   executor: receives the executor to pass to the second phase.
  *

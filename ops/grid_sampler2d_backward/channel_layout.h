@@ -1,6 +1,7 @@
 // GridSampler2DBackward: strided planes, and transposes between channel planes and channel-last buffers.
 // A part of the kernel ops/grid_sampler2d_backward.cpp, compiled inside it once per ISA level
-// (hence the ISA namespace and the anonymous namespace); nothing outside the kernel includes it.
+// (hence the ISA namespace and the anonymous namespace); the forward kernel ops/grid_sampler2d.cpp
+// includes it too, and nothing else.
 #pragma once
 
 #include <algorithm>

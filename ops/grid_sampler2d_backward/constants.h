@@ -1,6 +1,7 @@
 // GridSampler2DBackward: the modes, and the constants that size and steer the work.
 // A part of the kernel ops/grid_sampler2d_backward.cpp, compiled inside it once per ISA level
-// (hence the ISA namespace and the anonymous namespace); nothing outside the kernel includes it.
+// (hence the ISA namespace and the anonymous namespace); the forward kernel ops/grid_sampler2d.cpp
+// includes it too, and nothing else.
 #pragma once
 
 #include <cstdint>

@@ -106,20 +106,10 @@ int pick_block_width(int64_t C) {
 Plan make_plan(const GridSampler2DBackwardArgs& a) {
   Plan p;
   Geometry& g = p.geo;
-  g.N = a.input.shape[0];
-  g.C = a.input.shape[1];
-  g.H = a.input.shape[2];
-  g.W = a.input.shape[3];
-  g.Ho = a.grid.shape[1];
-  g.Wo = a.grid.shape[2];
-  g.P = g.Ho * g.Wo;
-  g.HW = g.H * g.W;
-  g.frame = make_frame(g.H, g.W);
+  g = make_geometry(a.input, a.grid, a.alignCorners);
   p.interp = a.interpolationMode;
   p.pad = a.paddingMode;
   p.align = a.alignCorners;
-  g.ax = make_axis(g.W, p.align);
-  g.ay = make_axis(g.H, p.align);
   p.need_ig = a.outputMask[0] && a.inputGrad.present;
   p.need_gg = a.outputMask[1] && a.gridGrad.present;
   p.need_gx = p.need_gg && p.interp != kNearest;

@@ -1,6 +1,7 @@
 // GridSampler2DBackward: per-position records (coordinates, weights, corners), computed in double.
 // A part of the kernel ops/grid_sampler2d_backward.cpp, compiled inside it once per ISA level
-// (hence the ISA namespace and the anonymous namespace); nothing outside the kernel includes it.
+// (hence the ISA namespace and the anonymous namespace); the forward kernel ops/grid_sampler2d.cpp
+// includes it too, and nothing else.
 #pragma once
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/tensor_view.h"
 #include "constants.h"
 
 namespace aclnn_cpu {
@@ -273,6 +275,23 @@ struct Geometry {
   Axis ax, ay;
   Frame frame;  // the framed layout of H x W (used where Plan::framed)
 };
+
+// The geometry of input [N, C, H, W] sampled at grid [N, Ho, Wo, 2].
+inline Geometry make_geometry(const TensorView& input, const TensorView& grid, bool align) {
+  Geometry g;
+  g.N = input.shape[0];
+  g.C = input.shape[1];
+  g.H = input.shape[2];
+  g.W = input.shape[3];
+  g.Ho = grid.shape[1];
+  g.Wo = grid.shape[2];
+  g.P = g.Ho * g.Wo;
+  g.HW = g.H * g.W;
+  g.frame = make_frame(g.H, g.W);
+  g.ax = make_axis(g.W, align);
+  g.ay = make_axis(g.H, align);
+  return g;
+}
 
 
 // Fills the records of positions [i0, i0 + len) of the chunk; gxv/gyv hold their grid values,

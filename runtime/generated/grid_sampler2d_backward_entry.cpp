@@ -42,13 +42,13 @@ namespace {
 
 constexpr const char* kOpName = "aclnnGridSampler2DBackward";
 
-// dtype set 'float' (registry/grid_sampler2d_backward.yaml:17) on the current product line.
+// dtype set 'float' (registry/grid_sampler2d_backward.yaml:18) on the current product line.
 DTypeList dtypes_float() {
   static const DType atlas_training[] = {DType::Float32, DType::Float16};
-  static const DType atlas_a2[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  static const DType atlas_a2[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Float64};
   switch (current_product()) {
     case Product::AtlasTraining: return {atlas_training, 2};
-    case Product::AtlasA2: return {atlas_a2, 3};
+    case Product::AtlasA2: return {atlas_a2, 4};
     default: return {};  // a product line the document does not list
   }
 }
@@ -84,7 +84,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
   if (const aclnnStatus failed = check_bool_array_size(kOpName, "outputMask", outputMask, 2)) {
     return failed;  // kSuccess is 0: any other value is the recorded failure
   }
-  // Rule 1 (not_null, registry/grid_sampler2d_backward.yaml:60): 161001: gradOutput, input or grid
+  // Rule 1 (not_null, registry/grid_sampler2d_backward.yaml:61): 161001: gradOutput, input or grid
   //   is null, or an output whose outputMask flag is true is null.
   if (!present(gradOutput)) {
     return reject(kParamNullptr, kOpName, "gradOutput must not be null");
@@ -108,7 +108,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
   if (const aclnnStatus failed = check_layout(kOpName, "grid", grid)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "inputGrad", inputGrad)) return failed;
   if (const aclnnStatus failed = check_layout(kOpName, "gridGrad", gridGrad)) return failed;
-  // Rule 2 (dtype_in, registry/grid_sampler2d_backward.yaml:63): 161002 #1: a dtype outside the
+  // Rule 2 (dtype_in, registry/grid_sampler2d_backward.yaml:64): 161002 #1: a dtype outside the
   //   supported range.
   if (!dtypes_float().contains(dtype(gradOutput))) {
     return reject(kParamInvalid, kOpName,
@@ -135,7 +135,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                   "gridGrad has dtype " + to_string(dtype(gridGrad)) + ", not supported on " +
                   to_string(product()) + " (supported: " + dtypes_float().names() + ")");
   }
-  // Rule 3 (same_dtype, registry/grid_sampler2d_backward.yaml:67): gradOutput, grid, inputGrad and
+  // Rule 3 (same_dtype, registry/grid_sampler2d_backward.yaml:68): gradOutput, grid, inputGrad and
   //   gridGrad have the dtype of input.
   if (dtype(gradOutput) != dtype(input)) {
     return reject(kParamInvalid, kOpName,
@@ -157,7 +157,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                   "gridGrad has dtype " + to_string(dtype(gridGrad)) + ", expected " +
                   to_string(dtype(input)) + " (the dtype of input)");
   }
-  // Rule 4 (rank, registry/grid_sampler2d_backward.yaml:70): 161002 #2: gradOutput, input or grid
+  // Rule 4 (rank, registry/grid_sampler2d_backward.yaml:71): 161002 #2: gradOutput, input or grid
   //   does not have 4 dims.
   if (rank(gradOutput) != 4) {
     return reject(kParamInvalid, kOpName,
@@ -169,7 +169,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
   if (rank(grid) != 4) {
     return reject(kParamInvalid, kOpName, "grid must have rank 4, got " + to_string(rank(grid)));
   }
-  // Rule 5 (value_in, registry/grid_sampler2d_backward.yaml:74): 161002 #3: interpolationMode or
+  // Rule 5 (value_in, registry/grid_sampler2d_backward.yaml:75): 161002 #3: interpolationMode or
   //   paddingMode is out of the supported range (bicubic 2 included, as CANN's implementation
   //   accepts).
   if (interpolationMode != 0 && interpolationMode != 1 && interpolationMode != 2) {
@@ -181,7 +181,7 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
     return reject(kParamInvalid, kOpName,
                   "paddingMode is " + to_string(paddingMode) + ", expected one of 0, 1, 2");
   }
-  // Rule 6 (dim_equals, registry/grid_sampler2d_backward.yaml:78): 161002 #4: dim 0 of input, grid
+  // Rule 6 (dim_equals, registry/grid_sampler2d_backward.yaml:79): 161002 #4: dim 0 of input, grid
   //   and gradOutput differ.
   if (dim(grid, 0) != dim(input, 0)) {
     return reject(kParamInvalid, kOpName,
@@ -193,56 +193,56 @@ aclnnStatus validate(const aclTensor* gradOutput, const aclTensor* input, const 
                   "dim 0 of gradOutput is " + to_string(dim(gradOutput, 0)) + ", expected " +
                   to_string(dim(input, 0)) + " (dim 0 of input)");
   }
-  // Rule 7 (dim_equals, registry/grid_sampler2d_backward.yaml:81): 161002 #5: dim 1 of input and
+  // Rule 7 (dim_equals, registry/grid_sampler2d_backward.yaml:82): 161002 #5: dim 1 of input and
   //   gradOutput differ.
   if (dim(gradOutput, 1) != dim(input, 1)) {
     return reject(kParamInvalid, kOpName,
                   "dim 1 of gradOutput is " + to_string(dim(gradOutput, 1)) + ", expected " +
                   to_string(dim(input, 1)) + " (dim 1 of input)");
   }
-  // Rule 8 (dim_equals, registry/grid_sampler2d_backward.yaml:84): 161002 #6: dim 1 of grid
+  // Rule 8 (dim_equals, registry/grid_sampler2d_backward.yaml:85): 161002 #6: dim 1 of grid
   //   differs from dim 2 of gradOutput.
   if (dim(gradOutput, 2) != dim(grid, 1)) {
     return reject(kParamInvalid, kOpName,
                   "dim 2 of gradOutput is " + to_string(dim(gradOutput, 2)) + ", expected " +
                   to_string(dim(grid, 1)) + " (dim 1 of grid)");
   }
-  // Rule 9 (dim_equals, registry/grid_sampler2d_backward.yaml:87): 161002 #7: dim 2 of grid
+  // Rule 9 (dim_equals, registry/grid_sampler2d_backward.yaml:88): 161002 #7: dim 2 of grid
   //   differs from dim 3 of gradOutput.
   if (dim(gradOutput, 3) != dim(grid, 2)) {
     return reject(kParamInvalid, kOpName,
                   "dim 3 of gradOutput is " + to_string(dim(gradOutput, 3)) + ", expected " +
                   to_string(dim(grid, 2)) + " (dim 2 of grid)");
   }
-  // Rule 10 (check, registry/grid_sampler2d_backward.yaml:90): 161002 #8: one of the last two dims
+  // Rule 10 (check, registry/grid_sampler2d_backward.yaml:91): 161002 #8: one of the last two dims
   //   of input is 0.
   if (!(dim(input, 2) > 0 && dim(input, 3) > 0)) {
     return reject(kParamInvalid, kOpName,
                   std::string("input has shape ") + to_string(shape(input)) +
                   "; its last two dims must not be 0");
   }
-  // Rule 11 (check, registry/grid_sampler2d_backward.yaml:94): 161002 (a limit of this
+  // Rule 11 (check, registry/grid_sampler2d_backward.yaml:95): 161002 (a limit of this
   //   implementation, not in the document): H_in * W_in exceeds 2^31 - 1.
   if (!(dim(input, 2) <= 2147483647 / dim(input, 3))) {
     return reject(kParamInvalid, kOpName,
                   std::string("input has shape ") + to_string(shape(input)) +
                   "; a plane of H_in * W_in pixels must have at most 2147483647 (2^31 - 1)");
   }
-  // Rule 12 (check, registry/grid_sampler2d_backward.yaml:100): 161002 #9: the last dim of grid is
+  // Rule 12 (check, registry/grid_sampler2d_backward.yaml:101): 161002 #9: the last dim of grid is
   //   not 2.
   if (!(dim(grid, 3) == 2)) {
     return reject(kParamInvalid, kOpName,
                   std::string("grid has shape ") + to_string(shape(grid)) +
                   "; its last dim must be 2");
   }
-  // Rule 13 (same_shape, registry/grid_sampler2d_backward.yaml:104): 161002 #10: inputGrad's shape
+  // Rule 13 (same_shape, registry/grid_sampler2d_backward.yaml:105): 161002 #10: inputGrad's shape
   //   differs from input's.
   if (present(inputGrad) && shape(inputGrad) != shape(input)) {
     return reject(kParamInvalid, kOpName,
                   "inputGrad has shape " + to_string(shape(inputGrad)) + ", expected " +
                   to_string(shape(input)) + " (the shape of input)");
   }
-  // Rule 14 (same_shape, registry/grid_sampler2d_backward.yaml:107): 161002 #10: gridGrad's shape
+  // Rule 14 (same_shape, registry/grid_sampler2d_backward.yaml:108): 161002 #10: gridGrad's shape
   //   differs from grid's.
   if (present(gridGrad) && shape(gridGrad) != shape(grid)) {
     return reject(kParamInvalid, kOpName,
