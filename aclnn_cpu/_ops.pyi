@@ -10,13 +10,30 @@ Array = Any
 # An aclScalar: a Python float (float64), int (int64) or bool, or a NumPy scalar (its dtype).
 Scalar = Union[float, int, bool, Any]
 
-__all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
+__all__ = ['grid_sampler2d', 'aclnnGridSampler2DGetWorkspaceSize', 'aclnnGridSampler2D',
+           'grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
            'aclnnGroupNormBackward', 'prelu', 'aclnnPreluGetWorkspaceSize', 'aclnnPrelu',
            'prelu_backward', 'aclnnPreluBackwardGetWorkspaceSize', 'aclnnPreluBackward', 'softmax',
            'aclnnSoftmaxGetWorkspaceSize', 'aclnnSoftmax', 'softmax_backward',
            'aclnnSoftmaxBackwardGetWorkspaceSize', 'aclnnSoftmaxBackward']
+
+
+def grid_sampler2d(input: Array, grid: Array, interpolation_mode: int = 0, padding_mode: int = 0,
+                   align_corners: bool = False, *, out: Optional[Array] = None) -> Array:
+    """Samples input at the (x, y) locations of grid, 2-D, bilinear, nearest or bicubic."""
+
+
+def aclnnGridSampler2DGetWorkspaceSize(input: Optional[Array], grid: Optional[Array],
+                                       interpolationMode: int, paddingMode: int, alignCorners: bool,
+                                       out: Optional[Array]) -> Tuple[int, Executor]:
+    """Phase 1 of aclnnGridSampler2D: returns (workspace_size, executor)."""
+
+
+def aclnnGridSampler2D(workspace: Any, workspaceSize: int, executor: Optional[Executor],
+                       stream: Any = None) -> None:
+    """Phase 2 of aclnnGridSampler2D: runs the executor."""
 
 
 def grid_sampler2d_backward(grad_output: Array, input: Array, grid: Array,

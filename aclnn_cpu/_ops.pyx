@@ -14,7 +14,8 @@ from aclnn_cpu._glue cimport (
     raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,
     unpack_out)
 
-__all__ = ['grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
+__all__ = ['grid_sampler2d', 'aclnnGridSampler2DGetWorkspaceSize', 'aclnnGridSampler2D',
+           'grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
            'aclnnGridSampler2DBackward', 'group_norm', 'aclnnGroupNormGetWorkspaceSize',
            'aclnnGroupNorm', 'group_norm_backward', 'aclnnGroupNormBackwardGetWorkspaceSize',
            'aclnnGroupNormBackward', 'prelu', 'aclnnPreluGetWorkspaceSize', 'aclnnPrelu',
@@ -37,6 +38,101 @@ cdef object _new_output(object shape, object dtype, object like=None):
         return new_output(shape, dtype, like)
     except (ValueError, OverflowError):
         return new_output((0,), dtype)
+
+
+# ---- aclnnGridSampler2D (registry/grid_sampler2d.yaml) ----------------------------------
+
+cdef extern from "aclnnop/aclnn_grid_sampler2d.h" nogil:
+    aclnnStatus c_aclnnGridSampler2DGetWorkspaceSize "aclnnGridSampler2DGetWorkspaceSize"(
+        const aclTensor* input, const aclTensor* grid, int64_t interpolationMode,
+        int64_t paddingMode, bint alignCorners, aclTensor* out, uint64_t* workspaceSize,
+        aclOpExecutor** executor)
+    aclnnStatus c_aclnnGridSampler2D "aclnnGridSampler2D"(
+        void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)
+
+
+def aclnnGridSampler2DGetWorkspaceSize(input, grid, interpolationMode, paddingMode, alignCorners,
+                                       out):
+    """Phase 1 of aclnnGridSampler2D: validates and plans. Samples input at the (x, y) locations
+    of grid, 2-D, bilinear, nearest or bicubic. Returns (workspace_size, executor); raises an
+    AclnnError subclass carrying the status on a broken rule."""
+    cdef int64_t c_interpolationMode = int64_value(interpolationMode, "aclnnGridSampler2D: interpolationMode")
+    cdef int64_t c_paddingMode = int64_value(paddingMode, "aclnnGridSampler2D: paddingMode")
+    cdef bint c_alignCorners = flag_value(alignCorners, "aclnnGridSampler2D: alignCorners")
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGridSampler2D: input", False)
+    cdef TensorArg a_grid = tensor_arg(grid, "aclnnGridSampler2D: grid", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnGridSampler2D: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
+                                                      c_paddingMode, c_alignCorners, a_out.ptr,
+                                                      &workspace_size, &executor)
+    raise_for_status(status)
+    keep = (a_input, a_grid, a_out)
+    return workspace_size, new_executor(executor, workspace_size, "aclnnGridSampler2D",
+                                        c_aclnnGridSampler2D, keep)
+
+
+cdef object _plan_and_run_aclnnGridSampler2D(input, grid, interpolationMode, paddingMode,
+                                             alignCorners, out):
+    """aclnnGridSampler2DGetWorkspaceSize, then aclnnGridSampler2D with this thread's
+    workspace."""
+    cdef int64_t c_interpolationMode = int64_value(interpolationMode, "aclnnGridSampler2D: interpolationMode")
+    cdef int64_t c_paddingMode = int64_value(paddingMode, "aclnnGridSampler2D: paddingMode")
+    cdef bint c_alignCorners = flag_value(alignCorners, "aclnnGridSampler2D: alignCorners")
+    cdef TensorArg a_input = tensor_arg(input, "aclnnGridSampler2D: input", False)
+    cdef TensorArg a_grid = tensor_arg(grid, "aclnnGridSampler2D: grid", False)
+    cdef TensorArg a_out = tensor_arg(out, "aclnnGridSampler2D: out", True)
+    cdef uint64_t workspace_size = 0
+    cdef aclOpExecutor* executor = NULL
+    cdef aclnnStatus status
+    with nogil:
+        status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
+                                                      c_paddingMode, c_alignCorners, a_out.ptr,
+                                                      &workspace_size, &executor)
+    raise_for_status(status)
+    run_planned(executor, workspace_size, c_aclnnGridSampler2D)
+
+
+def aclnnGridSampler2D(workspace, uint64_t workspaceSize, Executor executor, stream=None):
+    """Phase 2 of aclnnGridSampler2D: runs the executor of phase 1 with a writable workspace of
+    at least workspaceSize bytes (None when it is 0)."""
+    return run_two_phase(workspace, workspaceSize, executor, stream, "aclnnGridSampler2D")
+
+
+def grid_sampler2d(input, grid, interpolation_mode=0, padding_mode=0, align_corners=False, *,
+                   out=None):
+    """Samples input at the (x, y) locations of grid, 2-D, bilinear, nearest or bicubic.
+
+    Functional form of aclnnGridSampler2D: allocates the outputs not given in ``out``.
+
+    Args:
+        input: The image, [N, C, H_in, W_in] with H_in, W_in > 0.
+        grid: Sampling locations, [N, H_out, W_out, 2], (x, y) pairs in [-1, 1] across the
+            input.
+        interpolation_mode: 0 bilinear, 1 nearest, 2 bicubic.
+        padding_mode: 0 zeros, 1 border, 2 reflection.
+        align_corners: True maps -1 and 1 to the centres of the corner pixels, false to
+            their outer edges.
+        out: where to write out (any writable strided array); allocated when None.
+
+    Returns:
+        out: The samples, [N, C, H_out, W_out], dtype of input. Allocated in the memory
+            order of input when that is dense (channels-last, transposed), else
+            C-contiguous.
+    """
+    interpolation_mode = int64_value(interpolation_mode, "aclnnGridSampler2D: interpolation_mode")
+    padding_mode = int64_value(padding_mode, "aclnnGridSampler2D: padding_mode")
+    align_corners = flag_value(align_corners, "aclnnGridSampler2D: align_corners")
+    input = as_input(input)
+    grid = as_input(grid)
+    if out is None and input is not None and grid is not None:
+        out = _new_output(tuple(shape_of(input)[:2]) + tuple(shape_of(grid)[1:3]), dtype_of(input), input)
+    _plan_and_run_aclnnGridSampler2D(input, grid, interpolation_mode, padding_mode, align_corners,
+                                     out)
+    return out
 
 
 # ---- aclnnGridSampler2DBackward (registry/grid_sampler2d_backward.yaml) -----------------

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "aclnnop/aclnn_grid_sampler2d.h"
 #include "aclnnop/aclnn_grid_sampler2d_backward.h"
 #include "aclnnop/aclnn_group_norm.h"
 #include "aclnnop/aclnn_group_norm_backward.h"
@@ -42,6 +43,28 @@ struct OpEntry {
   int param_count;
   aclnnStatus (*get_workspace_size)(const ArgSource&, uint64_t*, aclOpExecutor**);
   aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream);
+};
+
+inline aclnnStatus GridSampler2DGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
+                                                 aclOpExecutor** executor) {
+  return aclnnGridSampler2DGetWorkspaceSize(
+      a.tensor("input"),
+      a.tensor("grid"),
+      a.int64("interpolationMode"),
+      a.int64("paddingMode"),
+      a.flag("alignCorners"),
+      a.tensor("out"),
+      workspace_size,
+      executor);
+}
+
+inline constexpr Param kGridSampler2DParams[] = {
+    {"input", "input"},
+    {"grid", "input"},
+    {"interpolationMode", "int64"},
+    {"paddingMode", "int64"},
+    {"alignCorners", "bool"},
+    {"out", "output"},
 };
 
 inline aclnnStatus GridSampler2DBackwardGetWorkspaceSize(const ArgSource& a, uint64_t* workspace_size,
@@ -211,6 +234,7 @@ inline constexpr Param kSoftmaxBackwardParams[] = {
 };
 
 inline constexpr OpEntry kOps[] = {
+    {"GridSampler2D", kGridSampler2DParams, 6, &GridSampler2DGetWorkspaceSize, &aclnnGridSampler2D},
     {"GridSampler2DBackward", kGridSampler2DBackwardParams, 9, &GridSampler2DBackwardGetWorkspaceSize, &aclnnGridSampler2DBackward},
     {"GroupNorm", kGroupNormParams, 11, &GroupNormGetWorkspaceSize, &aclnnGroupNorm},
     {"GroupNormBackward", kGroupNormBackwardParams, 13, &GroupNormBackwardGetWorkspaceSize, &aclnnGroupNormBackward},
