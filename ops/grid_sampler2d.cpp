@@ -67,19 +67,34 @@ ACLNN_ALWAYS_INLINE void store_weight(W* dst, const DV& v, int count) {
   }
 }
 
+// Lanes of v in [lo, hi) (NaN is outside), and the pixel index of the lanes kept, the sink in the
+// others: mask registers on AVX-512, comparison vectors below (GCC expanded the selects of
+// computed comparison vectors lane by lane on AVX-512, and of masks kept in arrays on SSE2).
+#if ACLNN_ISA_LEVEL == 2
+typedef __mmask8 Inside;
+ACLNN_ALWAYS_INLINE Inside within(const DV& v, double lo, double hi) { return in_range(v, lo, hi); }
+ACLNN_ALWAYS_INLINE IV pixel_or_sink(Inside k, const DV& pixel, const Geometry& g) {
+  return keep(k, to_i32(pixel), IV{} + int32_t(g.HW));
+}
+#else
+typedef MV Inside;
+ACLNN_ALWAYS_INLINE Inside within(const DV& v, double lo, double hi) { return (v >= lo) & (v < hi); }
+ACLNN_ALWAYS_INLINE IV pixel_or_sink(const Inside& k, const DV& pixel, const Geometry& g) {
+  return to_iv(vsel(k, pixel, splat(double(g.HW))));
+}
+#endif
+
 // Taps of positions [0, len) from their grid values (padded with zeros to a multiple of kVec).
 template <int Interp, int Pad, bool Align, class W>
 void fill_taps(const Geometry& g, const double* gxv, const double* gyv, int64_t len, Taps<W>& t) {
   const double Wd = double(g.W), Hd = double(g.H);
-  const DV sink = splat(double(g.HW));
   for (int64_t q = 0; q < len; q += kVec) {
     const int cnt = int(std::min<int64_t>(kVec, len - q));
     const DV gx = load_v(gxv + q), gy = load_v(gyv + q);
     if (Interp == kNearest) {
       const DV x = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax));
       const DV y = vround_even(map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay));
-      const MV inside = (x >= 0.0) & (x < Wd) & (y >= 0.0) & (y < Hd);
-      store_n(t.pixel[0] + q, to_iv(vsel(inside, y * Wd + x, sink)), cnt);
+      store_n(t.pixel[0] + q, pixel_or_sink(within(x, 0.0, Wd) & within(y, 0.0, Hd), y * Wd + x, g), cnt);
     } else if (Interp == kBilinear) {
       const DV x = map_coordinate<Pad, Align>(unnormalize<Align>(gx, g.ax), g.ax);
       const DV y = map_coordinate<Pad, Align>(unnormalize<Align>(gy, g.ay), g.ay);
@@ -87,13 +102,13 @@ void fill_taps(const Geometry& g, const double* gxv, const double* gyv, int64_t 
       const DV w = x - x0, e = 1.0 - w, n = y - y0, s = 1.0 - n;
       // Validity in floating point (NaN and huge coordinates are outside); indices of valid
       // taps are integers below 2^31, exact in double.
-      const MV left = (x0 >= 0.0) & (x0 < Wd), right = (x0 >= -1.0) & (x0 < Wd - 1);
-      const MV top = (y0 >= 0.0) & (y0 < Hd), bottom = (y0 >= -1.0) & (y0 < Hd - 1);
+      const Inside left = within(x0, 0.0, Wd), right = within(x0, -1.0, Wd - 1);
+      const Inside top = within(y0, 0.0, Hd), bottom = within(y0, -1.0, Hd - 1);
       const DV nw = y0 * Wd + x0;
-      store_n(t.pixel[0] + q, to_iv(vsel(left & top, nw, sink)), cnt);
-      store_n(t.pixel[1] + q, to_iv(vsel(right & top, nw + 1.0, sink)), cnt);
-      store_n(t.pixel[2] + q, to_iv(vsel(left & bottom, nw + Wd, sink)), cnt);
-      store_n(t.pixel[3] + q, to_iv(vsel(right & bottom, nw + (Wd + 1.0), sink)), cnt);
+      store_n(t.pixel[0] + q, pixel_or_sink(left & top, nw, g), cnt);
+      store_n(t.pixel[1] + q, pixel_or_sink(right & top, nw + 1.0, g), cnt);
+      store_n(t.pixel[2] + q, pixel_or_sink(left & bottom, nw + Wd, g), cnt);
+      store_n(t.pixel[3] + q, pixel_or_sink(right & bottom, nw + (Wd + 1.0), g), cnt);
       store_weight(t.weight[0] + q, e * s, cnt);
       store_weight(t.weight[1] + q, w * s, cnt);
       store_weight(t.weight[2] + q, e * n, cnt);
@@ -102,20 +117,19 @@ void fill_taps(const Geometry& g, const double* gxv, const double* gyv, int64_t 
       const DV x = unnormalize<Align>(gx, g.ax), y = unnormalize<Align>(gy, g.ay);
       const DV x0 = vfloor(x), y0 = vfloor(y);
       DV wx[4], wy[4], col[4], row[4];
-      MV col_in[4], row_in[4];
       cubic_weights(x - x0, wx);
       cubic_weights(y - y0, wy);
       for (int k = 0; k < 4; ++k) {  // each tap padded on its own, as PyTorch does
         col[k] = map_coordinate<Pad, Align>(x0 + double(k - 1), g.ax);
         row[k] = map_coordinate<Pad, Align>(y0 + double(k - 1), g.ay);
-        col_in[k] = (col[k] >= 0.0) & (col[k] < Wd);
-        row_in[k] = (row[k] >= 0.0) & (row[k] < Hd);
         store_weight(t.weight[k] + q, wx[k], cnt);
         store_weight(t.weight[4 + k] + q, wy[k], cnt);
       }
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < 4; ++j) {
+        const Inside row_in = within(row[j], 0.0, Hd);
         for (int k = 0; k < 4; ++k)
-          store_n(t.pixel[4 * j + k] + q, to_iv(vsel(row_in[j] & col_in[k], row[j] * Wd + col[k], sink)), cnt);
+          store_n(t.pixel[4 * j + k] + q, pixel_or_sink(row_in & within(col[k], 0.0, Wd), row[j] * Wd + col[k], g), cnt);
+      }
     }
   }
 }
@@ -155,11 +169,38 @@ template <class T>
 void load_grid(const TensorView& grid, const Plane& pl, int64_t n, int64_t p, int64_t len, double* gx, double* gy) {
   const T* base = static_cast<const T*>(grid.data) + n * grid.strides[0];
   const int64_t sk = grid.strides[3];
-  for_each_offset(pl, p, len, [&](int64_t q, int64_t off) {
-    gx[q] = as_double(base[off]);
-    gy[q] = as_double(base[off + sk]);
+  int64_t q = 0;
+  if constexpr (!std::is_same<T, double>::value) {
+    // (x, y) pairs side by side: a register of them at a time, widened and split into x and y
+    // (one at a time, the loads and conversions took a fifth of a one-channel nearest call).
+    if (pl.flat && pl.scol == 2 && sk == 1) {
+      const T* pairs = base + 2 * p;
+      for (; q + kVec <= len; q += kVec) {
+        const simd::VecF v = simd::load(pairs + 2 * q);
+#if ACLNN_ISA_LEVEL == 2
+        const FV x = __builtin_shufflevector(v, v, 0, 2, 4, 6, 8, 10, 12, 14);
+        const FV y = __builtin_shufflevector(v, v, 1, 3, 5, 7, 9, 11, 13, 15);
+        store_n(gx + q, __builtin_convertvector(x, DV), kVec);
+        store_n(gy + q, __builtin_convertvector(y, DV), kVec);
+#elif ACLNN_ISA_LEVEL == 1
+        const FV x = __builtin_shufflevector(v, v, 0, 2, 4, 6), y = __builtin_shufflevector(v, v, 1, 3, 5, 7);
+        store_n(gx + q, __builtin_convertvector(x, DV), kVec);
+        store_n(gy + q, __builtin_convertvector(y, DV), kVec);
+#elif ACLNN_SIMD_X86  // (2 floats are half an SSE register: GCC converted them one by one)
+        const __m128 xy = (__m128)v;
+        _mm_storeu_pd(gx + q, _mm_cvtps_pd(_mm_shuffle_ps(xy, xy, _MM_SHUFFLE(2, 0, 2, 0))));
+        _mm_storeu_pd(gy + q, _mm_cvtps_pd(_mm_shuffle_ps(xy, xy, _MM_SHUFFLE(3, 1, 3, 1))));
+#else
+        break;
+#endif
+      }
+    }
+  }
+  for_each_offset(pl, p + q, len - q, [&](int64_t i, int64_t off) {
+    gx[q + i] = as_double(base[off]);
+    gy[q + i] = as_double(base[off + sk]);
   });
-  for (int64_t q = len; q < round_up(len, kLanes); ++q) gx[q] = gy[q] = 0.0;
+  for (int64_t i = len; i < round_up(len, kLanes); ++i) gx[i] = gy[i] = 0.0;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -438,7 +438,8 @@ CASES = {
 
 
 def assert_refused(status, x, grid, mode, pad, out, fragment=""):
-    inputs = [None if a is None else a.copy() for a in (x, grid)]
+    # (The plane-limit inputs are zero-stride views of billions of elements: not copied.)
+    inputs = [None if a is None or a.size > 1 << 24 else a.copy() for a in (x, grid)]
     before = None if out is None else out.copy()
     apis = ("functional", "two_phase") if out is not None else ("two_phase",)
     for api in apis:

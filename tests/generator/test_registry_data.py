@@ -72,10 +72,16 @@ def test_dtypes_per_product_follow_the_documents():
     for name in ("aclnnPreluBackward", "aclnnGroupNormBackward", "aclnnGridSampler2DBackward"):
         op = by_name[name]
         assert op["products"] == ["atlas_training", "atlas_a2"]
+        a2 = ["float32", "float16", "bfloat16"] + (["float64"] if name == "aclnnGridSampler2DBackward" else [])
         for p in op["params"]:
             if p["kind"] in ("input", "output"):
-                assert p["dtypes"] == {"atlas_training": ["float32", "float16"],
-                                       "atlas_a2": ["float32", "float16", "bfloat16"]}, (name, p["name"])
+                assert p["dtypes"] == {"atlas_training": ["float32", "float16"], "atlas_a2": a2}, (name, p["name"])
+    # GridSampler2D: the dtypes the library's checks accept (bfloat16 on training, not on 310P).
+    for p in by_name["aclnnGridSampler2D"]["params"]:
+        if p["kind"] in ("input", "output"):
+            assert p["dtypes"] == {"atlas_training": ["float32", "float16", "bfloat16", "float64"],
+                                   "atlas_a2": ["float32", "float16", "bfloat16", "float64"],
+                                   "atlas_inference": ["float32", "float16", "float64"]}, p["name"]
 
 
 def test_naming():
