@@ -45,7 +45,10 @@ namespace {
 
 constexpr int kMaxTaps = 16;
 // One unit's channel-last buffers: at most this many bytes (one block may exceed it alone).
-constexpr int64_t kUnitBudget = 4 << 20;
+// A sample of up to 256 channels of 64 x 64 pixels is one unit: shared by the threads, each
+// unit costs two parallel regions, and with more processes than cores a region can wait a
+// scheduler slice for a thread (N1 C256 64x64 -> 128x128 split in two units took 0.1 s then).
+constexpr int64_t kUnitBudget = 16 << 20;
 constexpr int64_t kLoadGrain = 16 << 10;  // pixels of a block one thread loads, shared split
 
 // The taps of a tile of positions: pixel indices of the input plane (H * W: outside) and
