@@ -49,7 +49,10 @@ constexpr int kMaxTaps = 16;
 // unit costs two parallel regions, and with more processes than cores a region can wait a
 // scheduler slice for a thread (N1 C256 64x64 -> 128x128 split in two units took 0.1 s then).
 constexpr int64_t kUnitBudget = 16 << 20;
-constexpr int64_t kLoadGrain = 16 << 10;  // pixels of a block one thread loads, shared split
+// Pixels of a block one thread loads in the shared split: a one-channel 224 x 224 plane loads
+// on the calling thread, one parallel region fewer (each can wait a scheduler slice for a
+// thread on a busy machine).
+constexpr int64_t kLoadGrain = 64 << 10;
 
 // The taps of a tile of positions: pixel indices of the input plane (H * W: outside) and
 // weights. Bilinear: pixel[0..3] = nw, ne, sw, se, weight[0..3] theirs; nearest: pixel[0];
