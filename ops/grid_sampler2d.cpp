@@ -30,6 +30,7 @@
 #include "aclnn_cpu/ops/grid_sampler2d_args.h"
 #include "aclnn_cpu/parallel.h"
 #include "aclnn_cpu/simd.h"
+#include "aclnn_cpu/staging.h"  // staged_slots
 
 // The backward kernel's coordinate math and transposes (header-only parts of that kernel);
 // the functions of theirs this kernel does not call are not an error here.
@@ -246,7 +247,7 @@ Plan make_plan(const GridSampler2DArgs& a) {
   p.ngroups = ceil_div(p.nblocks, p.group);
   p.units = g.N * p.ngroups;
   p.unit_bytes = p.group * block_bytes;
-  p.slots = std::max<int64_t>(1, std::min({p.units, kMaxSlots, kSlotBudget / p.unit_bytes}));
+  p.slots = staged_slots(p.units, uint64_t(p.unit_bytes));  // the shared rule: threads, budget
   p.total = p.slots * p.unit_bytes + kAlign;  // (+ the base's alignment)
   return p;
 }
