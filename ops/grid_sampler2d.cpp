@@ -396,13 +396,13 @@ class Runner {
   void run_unit_shared(int64_t unit, float* mem) const {
     const int64_t n = unit / p_.ngroups, b0 = first_block(unit), b1 = end_block(unit);
     const int64_t pieces = ceil_div(g_.HW, kLoadGrain);
-    parallel_tasks((b1 - b0) * pieces, kMaxSlots, [&](int64_t task, int64_t) {
+    parallel_tasks((b1 - b0) * pieces, kStageMaxSlots, [&](int64_t task, int64_t) {
       const int64_t b = b0 + task / pieces, p0 = task % pieces * kLoadGrain;
       float* buf = mem + (b - b0) * p_.block_floats;
       load_pixels(n, b, buf, p0, std::min(kLoadGrain, g_.HW - p0));
       if (p0 == 0) zero_spare(buf);
     });
-    parallel_tasks(ceil_div(g_.P, kTile), kMaxSlots, [&](int64_t tile, int64_t) {
+    parallel_tasks(ceil_div(g_.P, kTile), kStageMaxSlots, [&](int64_t tile, int64_t) {
       const int64_t t0 = tile * kTile;
       run_tile(n, b0, b1, mem, t0, std::min(kTile, g_.P - t0));
     });
@@ -462,7 +462,7 @@ void run_double(const GridSampler2DArgs& a, const Geometry& g) {
   const TapsFn<double> taps_fn = pick_taps_fn<double>(a.interpolationMode, a.paddingMode, a.alignCorners);
   const int ntaps = a.interpolationMode == kNearest ? 1 : 4;
   const int64_t tiles = ceil_div(g.P, kTile);
-  parallel_tasks(g.N * tiles, kMaxSlots, [&](int64_t task, int64_t) {
+  parallel_tasks(g.N * tiles, kStageMaxSlots, [&](int64_t task, int64_t) {
     const int64_t n = task / tiles, t0 = task % tiles * kTile, len = std::min(kTile, g.P - t0);
     alignas(64) double gx[kTile], gy[kTile];
     alignas(64) Taps<double> taps;

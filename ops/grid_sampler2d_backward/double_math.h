@@ -14,6 +14,7 @@
 
 #include "aclnn_cpu/ops/grid_sampler2d_backward_args.h"
 #include "aclnn_cpu/parallel.h"
+#include "aclnn_cpu/staging.h"  // kStageMaxSlots
 #include "constants.h"
 #include "records.h"
 
@@ -161,7 +162,7 @@ void run_double(const GridSampler2DBackwardArgs& a) {
   const DoubleSampleFn fn = a.interpolationMode == kNearest   ? pick_double_fn<kNearest>(pad, align)
                             : a.interpolationMode == kBicubic ? pick_double_fn<kBicubic>(pad, align)
                                                               : pick_double_fn<kBilinear>(pad, align);
-  parallel_tasks(g.N, kMaxSlots, [&](int64_t n, int64_t) { fn(DoubleSample{a, g, n}); });
+  parallel_tasks(g.N, kStageMaxSlots, [&](int64_t n, int64_t) { fn(DoubleSample{a, g, n}); });
 }
 
 }  // namespace
