@@ -13,6 +13,7 @@ cimport numpy as cnp
 
 import numbers
 import operator
+import sys
 import threading
 
 import numpy as np
@@ -613,10 +614,41 @@ cpdef object dtype_of(object x):
     return np.asarray(x).dtype
 
 
-cpdef object new_output(object shape, object dtype, object like=None):
+cpdef bint torch_inputs(tuple inputs):
+    """Whether the tensor inputs of a functional call (None entries aside) are all torch tensors,
+    in which case its allocated outputs are torch tensors too. torch is never imported here: a
+    caller holding a torch tensor has imported it already."""
+    if len(inputs) and cnp.PyArray_Check(inputs[0]):  # NumPy callers: one C check
+        return False
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    tensor_type = torch.Tensor
+    seen = False
+    for x in inputs:
+        if x is None:
+            continue
+        if not isinstance(x, tensor_type):
+            return False
+        seen = True
+    return seen
+
+
+cdef object _as_torch(object arr):
+    """A torch tensor over ``arr``'s memory (no copy; the tensor keeps the array alive), of the
+    same dtype, shape and strides. torch has no NumPy bfloat16, so a bfloat16 array goes over as
+    its 16-bit pattern and is reinterpreted, bit for bit."""
+    torch = sys.modules["torch"]
+    if arr.dtype is _BFLOAT16_DESCR or arr.dtype == _BFLOAT16:
+        return torch.from_numpy(arr.view(np.uint16)).view(torch.bfloat16)
+    return torch.from_numpy(arr)
+
+
+cpdef object new_output(object shape, object dtype, object like=None, bint as_torch=False):
     """A fresh output array (bfloat16 accepted by name), its data on a 64-byte cache line, in
     the memory order of ``like`` when that is a dense permutation of C order (see
-    dense_axis_order), else C-contiguous.
+    dense_axis_order), else C-contiguous. With ``as_torch`` the array is handed back as a torch
+    tensor over the same memory (outputs follow inputs: see torch_inputs).
 
     NumPy puts big arrays 16 bytes past a line (glibc's chunk header), and the kernels' streaming
     stores only pay where every run of the output starts on a line (see simd.h,
@@ -632,12 +664,14 @@ cpdef object new_output(object shape, object dtype, object like=None):
     if like is not None and not (type(like) is cnp.ndarray and cnp.PyArray_IS_C_CONTIGUOUS(like)):
         order = dense_axis_order(like, shape)
     if order is None:
-        return empty_aligned(shape, dtype)
-    outer_first = empty_aligned(tuple([shape[a] for a in order]), dtype)
-    inverse = [0] * len(order)
-    for position, axis in enumerate(order):
-        inverse[axis] = position
-    return outer_first.transpose(inverse)
+        arr = empty_aligned(shape, dtype)
+    else:
+        outer_first = empty_aligned(tuple([shape[a] for a in order]), dtype)
+        inverse = [0] * len(order)
+        for position, axis in enumerate(order):
+            inverse[axis] = position
+        arr = outer_first.transpose(inverse)
+    return _as_torch(arr) if as_torch else arr
 
 
 cdef object _element_strides(object x):

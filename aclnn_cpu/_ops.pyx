@@ -12,7 +12,7 @@ from aclnn_cpu._glue cimport (
     aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
     dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
     raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,
-    unpack_out)
+    torch_inputs, unpack_out)
 
 __all__ = ['grid_sampler2d', 'aclnnGridSampler2DGetWorkspaceSize', 'aclnnGridSampler2D',
            'grid_sampler2d_backward', 'aclnnGridSampler2DBackwardGetWorkspaceSize',
@@ -30,12 +30,12 @@ cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
     return flags is not None and len(flags) == size and bool(flags[index])
 
 
-cdef object _new_output(object shape, object dtype, object like=None):
+cdef object _new_output(object shape, object dtype, object like, bint as_torch):
     """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or
     one past int64), so that the C validator, not NumPy, names the argument behind it.
     A valid shape too large for memory raises MemoryError as any allocation would."""
     try:
-        return new_output(shape, dtype, like)
+        return new_output(shape, dtype, like, as_torch)
     except (ValueError, OverflowError):
         return new_output((0,), dtype)
 
@@ -218,6 +218,9 @@ def grid_sampler2d_backward(grad_output, input, grid, interpolation_mode=0, padd
     """Gradients of 2-D grid sampling with respect to the input and the grid, each behind outputMask.
 
     Functional form of aclnnGridSampler2DBackward: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         grad_output: Gradient of the sampled output, [N, C, H_out, W_out].
@@ -245,13 +248,14 @@ def grid_sampler2d_backward(grad_output, input, grid, interpolation_mode=0, padd
     grad_output = as_input(grad_output)
     input = as_input(input)
     grid = as_input(grid)
+    torch_out = torch_inputs((grad_output, input, grid))
     if output_mask is not None:
         output_mask = tuple(output_mask)
     input_grad, grid_grad = unpack_out(out, 2, "aclnnGridSampler2DBackward: out")
     if input_grad is None and _mask_on(output_mask, 0, 2) and input is not None:
-        input_grad = _new_output(shape_of(input), dtype_of(input), input)
+        input_grad = _new_output(shape_of(input), dtype_of(input), input, torch_out)
     if grid_grad is None and _mask_on(output_mask, 1, 2) and grid is not None:
-        grid_grad = _new_output(shape_of(grid), dtype_of(grid), grid)
+        grid_grad = _new_output(shape_of(grid), dtype_of(grid), grid, torch_out)
     _plan_and_run_aclnnGridSampler2DBackward(grad_output, input, grid, interpolation_mode,
                                              padding_mode, align_corners, output_mask, input_grad,
                                              grid_grad)
@@ -463,6 +467,9 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
     """Gradients of GroupNorm with respect to its input, gamma and beta, each behind outputMask.
 
     Functional form of aclnnGroupNormBackward: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         grad_out: Gradient flowing back; N * C * HxW elements, dtype of input.
@@ -498,15 +505,16 @@ def group_norm_backward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
     mean = as_input(mean)
     rstd = as_input(rstd)
     gamma = as_input(gamma)
+    torch_out = torch_inputs((grad_out, input, mean, rstd, gamma))
     if output_mask is not None:
         output_mask = tuple(output_mask)
     grad_input, grad_gamma_out, grad_beta_out = unpack_out(out, 3, "aclnnGroupNormBackward: out")
     if grad_input is None and _mask_on(output_mask, 0, 3) and input is not None and grad_out is not None:
-        grad_input = _new_output(shape_of(input), dtype_of(grad_out), input)
+        grad_input = _new_output(shape_of(input), dtype_of(grad_out), input, torch_out)
     if grad_gamma_out is None and _mask_on(output_mask, 1, 3) and grad_out is not None:
-        grad_gamma_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
+        grad_gamma_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out), None, torch_out)
     if grad_beta_out is None and _mask_on(output_mask, 2, 3) and grad_out is not None:
-        grad_beta_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out))
+        grad_beta_out = _new_output(shape_of(gamma) if gamma is not None else (C,), dtype_of(grad_out), None, torch_out)
     _plan_and_run_aclnnGroupNormBackward(grad_out, input, mean, rstd, gamma, N, C, HxW, group,
                                          output_mask, grad_input, grad_gamma_out, grad_beta_out)
     return (grad_input if _mask_on(output_mask, 0, 3) else None,
@@ -651,6 +659,9 @@ def prelu_backward(grad_output, self, weight, *, out=None):
     """Gradients of PReLU with respect to self (gradOutput where self > 0, else weight * gradOutput) and to weight.
 
     Functional form of aclnnPreluBackward: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         grad_output: Gradient flowing back; broadcasts to the shape of self.
@@ -670,11 +681,12 @@ def prelu_backward(grad_output, self, weight, *, out=None):
     grad_output = as_input(grad_output)
     self = as_input(self)
     weight = as_input(weight)
+    torch_out = torch_inputs((grad_output, self, weight))
     grad_input, grad_weight = unpack_out(out, 2, "aclnnPreluBackward: out")
     if grad_input is None and self is not None:
-        grad_input = _new_output(shape_of(self), dtype_of(self), self)
+        grad_input = _new_output(shape_of(self), dtype_of(self), self, torch_out)
     if grad_weight is None and weight is not None:
-        grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight))
+        grad_weight = _new_output(shape_of(weight) if prod(shape_of(weight)) == 1 else (prod(shape_of(weight)),), dtype_of(weight), None, torch_out)
     _plan_and_run_aclnnPreluBackward(grad_output, self, weight, grad_input, grad_weight)
     return (grad_input, grad_weight)
 
@@ -810,6 +822,9 @@ def softmax_backward(grad_output, output, dim, *, out=None, out_dtype=None):
     """Gradient of softmax along dim, out = output * (gradOutput - sum(gradOutput * output, dim)).
 
     Functional form of aclnnSoftmaxBackward: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         grad_output: Gradient flowing back from the next layer (the gradient of softmax's
@@ -828,7 +843,8 @@ def softmax_backward(grad_output, output, dim, *, out=None, out_dtype=None):
     dim = int64_value(dim, "aclnnSoftmaxBackward: dim")
     grad_output = as_input(grad_output)
     output = as_input(output)
+    torch_out = torch_inputs((grad_output, output))
     if out is None and grad_output is not None:
-        out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype, grad_output)
+        out = _new_output(shape_of(grad_output), dtype_of(grad_output) if out_dtype is None else out_dtype, grad_output, torch_out)
     _plan_and_run_aclnnSoftmaxBackward(grad_output, output, dim, out)
     return out

@@ -124,7 +124,10 @@ def _functional(op: Op) -> List[str]:
     out = _join_wrapped(f"def {op.python}(", sig, "):", "")
     outputs = op.outputs
     doc = [f'    """{op.summary}', ""]
-    doc += [f"    Functional form of {op.c_name}: allocates the outputs not given in ``out``.", "",
+    doc += [f"    Functional form of {op.c_name}: allocates the outputs not given in ``out``.",
+            "    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated",
+            "    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy",
+            "    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.", "",
             "    Args:"]
     for p in positional:
         extra = " May be None." if p.optional else ""
@@ -152,6 +155,9 @@ def _functional(op: Op) -> List[str]:
     out += _scalar_checks(op, positional, [p.py_name for p in positional], "    ", False)
     for p in op.inputs:
         out.append(f"    {p.py_name} = as_input({p.py_name})")
+    # Outputs follow inputs: all-torch tensor inputs get torch tensors allocated (glue's torch_inputs).
+    names = [p.py_name for p in op.inputs]
+    out += _join_wrapped("torch_out = torch_inputs((", names, ",))" if len(names) == 1 else "))", "    ")
     for p in op.params:
         if p.kind == "bool_array":
             out += [f"    if {p.py_name} is not None:",
@@ -164,8 +170,8 @@ def _functional(op: Op) -> List[str]:
                    f"unpack_out(out, {len(outputs)}, \"{op.c_name}: out\")")
     for o in outputs:
         out.append(f"    if {_alloc_guard(op, o)}:")
-        like = f", {o.alloc.layout}" if o.alloc.layout else ""
-        out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype}{like})")
+        like = o.alloc.layout or "None"
+        out.append(f"        {o.py_name} = _new_output({o.alloc.shape}, {o.alloc.dtype}, {like}, torch_out)")
     call = [p.py_name for p in op.params]
     out += _join_wrapped(f"_plan_and_run_{op.c_name}(", call, ")", "    ")
     if len(outputs) == 1:
@@ -269,7 +275,7 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
            "    aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,",
            "    dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,",
            "    raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,",
-           "    unpack_out)", ""]
+           "    torch_inputs, unpack_out)", ""]
     out += _join_wrapped("__all__ = [", [repr(n) for n in _exported_names(ops)], "]", "")
     out += ["", "",
             "cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):",
@@ -277,12 +283,12 @@ def emit_pyx(ops: List[Op]) -> Tuple[str, str]:
             '    one allocates nothing and the C validator reports it."""',
             "    return flags is not None and len(flags) == size and bool(flags[index])",
             "", "",
-            "cdef object _new_output(object shape, object dtype, object like=None):",
+            "cdef object _new_output(object shape, object dtype, object like, bint as_torch):",
             '    """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or',
             '    one past int64), so that the C validator, not NumPy, names the argument behind it.',
             '    A valid shape too large for memory raises MemoryError as any allocation would."""',
             "    try:",
-            "        return new_output(shape, dtype, like)",
+            "        return new_output(shape, dtype, like, as_torch)",
             "    except (ValueError, OverflowError):",
             "        return new_output((0,), dtype)"]
     for op in ops:

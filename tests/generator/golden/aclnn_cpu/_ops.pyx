@@ -12,7 +12,7 @@ from aclnn_cpu._glue cimport (
     aclnnStatus, aclOpExecutor, aclrtStream, aclScalar, aclTensor, as_input, bool_array_arg,
     dtype_of, flag_value, float_value, int64_value, int_array_arg, new_executor, new_output,
     raise_for_status, run_planned, run_two_phase, scalar_arg, shape_of, tensor_arg,
-    unpack_out)
+    torch_inputs, unpack_out)
 
 __all__ = ['toy_blend_backward', 'aclnnToyBlendBackwardGetWorkspaceSize', 'aclnnToyBlendBackward']
 
@@ -23,12 +23,12 @@ cdef inline bint _mask_on(object flags, Py_ssize_t index, Py_ssize_t size):
     return flags is not None and len(flags) == size and bool(flags[index])
 
 
-cdef object _new_output(object shape, object dtype, object like=None):
+cdef object _new_output(object shape, object dtype, object like, bint as_torch):
     """new_output(), or an empty stand-in when NumPy refuses the shape (a negative size or
     one past int64), so that the C validator, not NumPy, names the argument behind it.
     A valid shape too large for memory raises MemoryError as any allocation would."""
     try:
-        return new_output(shape, dtype, like)
+        return new_output(shape, dtype, like, as_torch)
     except (ValueError, OverflowError):
         return new_output((0,), dtype)
 
@@ -124,6 +124,9 @@ def toy_blend_backward(grad_out, self, scale, alpha=1.0, beta=None, eps=1e-05, d
     """A made-up op that exercises every registry feature.
 
     Functional form of aclnnToyBlendBackward: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         grad_out: Incoming gradient; broadcasts to self.
@@ -154,13 +157,14 @@ def toy_blend_backward(grad_out, self, scale, alpha=1.0, beta=None, eps=1e-05, d
     grad_out = as_input(grad_out)
     self = as_input(self)
     scale = as_input(scale)
+    torch_out = torch_inputs((grad_out, self, scale))
     if output_mask is not None:
         output_mask = tuple(output_mask)
     grad_self, grad_scale = unpack_out(out, 2, "aclnnToyBlendBackward: out")
     if grad_self is None and _mask_on(output_mask, 0, 2) and self is not None:
-        grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
+        grad_self = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self, torch_out)
     if grad_scale is None and _mask_on(output_mask, 1, 2) and self is not None and grad_out is not None:
-        grad_scale = _new_output((shape_of(self)[1],), dtype_of(grad_out))
+        grad_scale = _new_output((shape_of(self)[1],), dtype_of(grad_out), None, torch_out)
     _plan_and_run_aclnnToyBlendBackward(grad_out, self, scale, alpha, beta, eps, dims, axis, mode,
                                         keep_dims, output_mask, grad_self, grad_scale)
     return (grad_self if _mask_on(output_mask, 0, 2) else None,
