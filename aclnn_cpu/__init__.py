@@ -88,6 +88,14 @@ for _op in OPS:
 del _op, _name
 
 
+def __getattr__(name: str):
+    """``aclnn_cpu.torch`` (the PyTorch bridge) is imported on first use: it imports torch."""
+    if name == "torch":
+        import importlib
+        return importlib.import_module("aclnn_cpu.torch")
+    raise AttributeError(f"module 'aclnn_cpu' has no attribute {name!r}")
+
+
 def set_num_threads(n: int) -> None:
     """Threads the kernels use (results are bitwise identical for any count)."""
     _config.set_num_threads(int(n))

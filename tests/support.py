@@ -104,3 +104,18 @@ def in_memory_order(a, order):
 def channels_last(a):
     """The same values with dim 1 innermost in memory (torch's channels_last for 4-D)."""
     return in_memory_order(a, (0,) + tuple(range(2, a.ndim)) + (1,))
+
+
+def import_or_skip(module: str, why: str):
+    """``module`` imported; without it the calling test (or module, at import time) skips,
+    unless ACLNN_CPU_REQUIRE_TORCH=1 (CI), where the oracle's absence is a failure."""
+    import importlib
+    import os
+
+    import pytest
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if os.environ.get("ACLNN_CPU_REQUIRE_TORCH", "") not in ("", "0"):
+            raise ImportError(f"ACLNN_CPU_REQUIRE_TORCH=1 but {module} is missing ({why})") from exc
+        pytest.skip(f"{module} not installed ({why})", allow_module_level=True)
