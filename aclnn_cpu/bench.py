@@ -727,9 +727,10 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         epilog=f"Outputs: {OUTPUT_POLICY}. Targets (from each op's registry entry): {targets_text()}; "
                "fp16/bf16 time per element <= fp32's.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
-    parser.add_argument("--suite", choices=("full", "quick", "smoke"), default=None,
+    parser.add_argument("--suite", choices=("full", "quick", "smoke", "training"), default=None,
                         help="full (default, ~2 min on a quiet 2-core machine), quick (~40 s), "
-                             "or smoke (tiny shapes, for tests)")
+                             "smoke (tiny shapes, for tests), or training (a CPU training step "
+                             "in PyTorch with and without aclnn_cpu.torch: bench_training.py)")
     parser.add_argument("--ops", help=f"comma list: {', '.join(OPS)}")
     parser.add_argument("--dtypes", help="comma list: float32, float16, bfloat16 (or fp32, fp16, bf16)")
     parser.add_argument("--threads", default="2", help="comma list of thread counts (default 2)")
@@ -917,6 +918,9 @@ def run_repeated(args: argparse.Namespace, ac=None, torch=None) -> Dict:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    if args.suite == "training":
+        from aclnn_cpu import bench_training
+        return bench_training.main(args)
     if args.list:
         for c in select_cases(args.suite, args.ops, args.match, args.case):
             print(f"{c.op:<13} {c.label:<22} {c.describe()}")

@@ -27,7 +27,7 @@ def dispatch_state():
 
 def same_bits(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
-        a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+        a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8))
 
 
 def require(name):
@@ -379,9 +379,12 @@ OPINFO_OPS = {  # op_db name -> the backward aten op its gradient goes through
     "nn.functional.grid_sample": "grid_sampler_2d_backward",
 }
 UNIT_ROUNDOFF = {torch.float32: 2.0 ** -24, torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8}
-# Gradients from inputs in the dtype, rounded once at the end and once where the forward
-# rounds a result the backward reads (softmax's output, GroupNorm's mean and rstd): a few
-# unit roundoffs of the gradient's scale.
+# The floor a gradient in the dtype can reach: rounded once at the end, and read from forward
+# results rounded to the dtype (softmax's output, GroupNorm's mean and rstd): a few unit
+# roundoffs of the gradient's scale, plus what the sample's conditioning adds to that. The
+# second part is measured, not assumed: it is the error torch's own kernel makes on the same
+# sample (tiny groups of GroupNorm, whose exact gradient is near 0, cancel the forward's
+# rounding into the whole result for any kernel).
 FLOOR_ULPS = 8
 
 
@@ -413,32 +416,43 @@ def _grads(op, sample, fn, upstream_seed):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("name", sorted(OPINFO_OPS))
 def test_opinfo_gradients_agree_with_float64(op_db, name, dtype):
+    """Every OpInfo sample through autograd with the bridge on: where the library served the
+    backward call, gradients within the dtype's floor of float64 autograd; where it fell through
+    (a 5-D grid_sample, float64 results), torch's own gradients bit for bit."""
     ops = [op for (n, _), op in op_db.items() if n == name]
     assert ops, f"op_db has no {name}"
     u = UNIT_ROUNDOFF[dtype]
-    bridge.reset_counts()
-    checked = 0
+    served_total = checked = 0
     for op in ops:
         for k, sample in enumerate(op.sample_inputs("cpu", dtype, requires_grad=True)):
+            bridge.reset_counts()
             with bridge.enabled():
-                grads, ups = _grads(op, sample, lambda t: t, k)
+                grads, _ = _grads(op, sample, lambda t: t, k)
+            served = bridge.counts().get(OPINFO_OPS[name], (0, 0))[0]
+            served_total += served
+            own, _ = _grads(op, sample, lambda t: t, k)
             exact, _ = _grads(op, sample, lambda t: t.double(), k)
-            for got, ref in zip(grads, exact):
+            for got, mine, ref in zip(grads, own, exact):
                 if ref is None or ref.numel() == 0:
                     continue
-                assert got is not None and got.dtype == dtype
-                got, ref = got.double(), ref.detach()
+                assert got is not None and got.dtype == mine.dtype
+                if not served:
+                    assert same_bits(got, mine), f"{name} sample {k}: fell through, yet not torch's result"
+                    continue
+                got, mine, ref = got.double(), mine.double(), ref.detach()
                 assert torch.equal(got.isnan(), ref.isnan()), f"{name} sample {k}: NaNs differ"
                 finite = ref.isfinite()
-                scale = ref[finite].abs().max().item() if finite.any() else 0.0
-                err = (got[finite] - ref[finite]).abs().max().item() if finite.any() else 0.0
-                assert err <= FLOOR_ULPS * u * scale, (
-                    f"{name} sample {k} ({sample}): {err:.3g} off float64, {err / (u * scale):.1f} "
-                    f"unit roundoffs of the gradient's scale {scale:.3g}")
+                if not finite.any():
+                    continue
+                scale = ref[finite].abs().max().item()
+                err = (got[finite] - ref[finite]).abs().max().item()
+                err_own = (mine[finite] - ref[finite]).abs().max().item()
+                bound = FLOOR_ULPS * u * scale + err_own
+                assert err <= bound, (
+                    f"{name} sample {k} ({sample}): {err:.3g} off float64 ({err / (u * scale):.1f} unit "
+                    f"roundoffs of the gradient's scale {scale:.3g}); torch's own kernel {err_own:.3g}")
                 checked += 1
-    assert checked > 0
-    served, _ = bridge.counts().get(OPINFO_OPS[name], (0, 0))
-    assert served > 0, f"the library served none of {name}'s backward calls"
+    assert served_total > 0 and checked > 0, f"the library served none of {name}'s backward calls"
 
 
 # ---- the training-step benchmark ----------------------------------------------------------
