@@ -4,8 +4,9 @@ The step is a spatial-transformer block: grid_sample of the input at an affine w
 PReLU, and softmax attention over the spatial positions, forward and backward. One row per op
 (that op alone, forward and backward, at the block's shapes) and one for the whole block; each
 row times the same step with torch's own kernels and with the bridge on, alternating the two
-every round, and says how many of the routed calls the library served and how far the bridge's
-gradients are from torch's own.
+every round, and says how many of the routed calls the library served and how far each
+step's gradients are from float64 autograd on the same values (the largest error relative to
+the gradient's largest magnitude).
 
     python -m aclnn_cpu bench --suite training [--dtypes bf16] [--threads 1,2]
 """
@@ -40,6 +41,17 @@ class Block:
         self.beta = param(c, scale=0.1)
         self.alpha = param(c, scale=0.05, shift=0.25)
         self.h = param(n, c, ho, wo)  # the input of the single-op rows after grid_sample
+        self.upstream = {}  # op -> the fixed upstream gradient of its step, in the dtype
+        self._generator = g
+
+    def in_float64(self) -> "Block":
+        """The same block, its tensors exactly converted to float64 (the error reference)."""
+        exact = object.__new__(Block)
+        exact.__dict__.update(self.__dict__)
+        for name in ("x", "grid", "gamma", "beta", "alpha", "h"):
+            setattr(exact, name, getattr(self, name).detach().double().requires_grad_(True))
+        exact.upstream = {op: u.double() for op, u in self.upstream.items()}
+        return exact
 
     def _attention(self, h):
         n, c = h.shape[:2]
@@ -63,8 +75,9 @@ class Block:
     def step(self, op: str):
         """One training step of the row: forward, backward with a fixed upstream gradient."""
         out, leaves = self.forward(op)
-        upstream = self.torch.ones_like(out) if out.dim() < 3 else self.torch.cos(out.detach())
-        return self.torch.autograd.grad(out, leaves, upstream)
+        if op not in self.upstream:  # random, drawn once: the float64 reference gets the same values
+            self.upstream[op] = self.torch.randn(out.shape, generator=self._generator).to(out.dtype)
+        return self.torch.autograd.grad(out, leaves, self.upstream[op])
 
 
 def _alternate(plain: Callable[[], object], bridged: Callable[[], object], bridge, rounds: int,
@@ -112,13 +125,18 @@ def run_row(torch, bridge, op: str, dtype: str, threads: int, shapes, rounds: in
     counted = bridge.counts()
     served = sum(s for s, _ in counted.values())
     total = sum(s + f for s, f in counted.values())
-    # largest gradient difference, relative to the gradient's largest magnitude
-    diff = max(float((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-30))
-               for a, b in zip(routed, own))
+    exact = block.in_float64().step(op)
     timed = _alternate(lambda: block.step(op), lambda: block.step(op), bridge, rounds, min_time)
     return {"op": op, "dtype": dtype, "threads": threads, "torch_ms": timed["torch"] * 1e3,
             "bridge_ms": timed["bridge"] * 1e3, "speedup": timed["torch"] / timed["bridge"],
-            "library_calls": f"{served}/{total}", "grad_rel_diff": diff}
+            "library_calls": f"{served}/{total}", "torch_grad_err": _relative_error(own, exact),
+            "bridge_grad_err": _relative_error(routed, exact)}
+
+
+def _relative_error(grads, exact) -> float:
+    """The largest gradient error against float64, relative to that gradient's largest magnitude."""
+    return max(float((g.double() - e).abs().max() / e.abs().max().clamp_min(1e-300))
+               for g, e in zip(grads, exact))
 
 
 def run(dtypes: Sequence[str] = DTYPES, threads: Sequence[int] = (2,), rounds: int = 5,
@@ -144,9 +162,11 @@ def format_rows(rows: List[Dict], suite: str = "full") -> str:
     lines = [f"Training step (spatial-transformer block: input [{n}, {c}, {h}, {w}], warp to "
              f"{ho}x{wo}, GroupNorm {groups} groups, PReLU per channel, softmax attention), "
              "forward + backward, torch's CPU kernels vs aclnn_cpu.torch:"]
-    header = ["op", "dtype", "thr", "torch ms", "bridge ms", "speed-up", "library calls", "grad diff"]
+    header = ["op", "dtype", "thr", "torch ms", "bridge ms", "speed-up", "library calls",
+              "torch grad err", "bridge grad err"]
     body = [[r["op"], r["dtype"], str(r["threads"]), f"{r['torch_ms']:.3f}", f"{r['bridge_ms']:.3f}",
-             f"{r['speedup']:.2f}x", r["library_calls"], f"{r['grad_rel_diff']:.1e}"] for r in rows]
+             f"{r['speedup']:.2f}x", r["library_calls"], f"{r['torch_grad_err']:.1e}",
+             f"{r['bridge_grad_err']:.1e}"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
     for line in [header] + body:
         lines.append("  ".join(cell.rjust(wd) if i > 1 else cell.ljust(wd) for i, (cell, wd) in

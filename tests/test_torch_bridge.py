@@ -459,7 +459,7 @@ def test_opinfo_gradients_agree_with_float64(op_db, name, dtype):
 
 def test_training_benchmark_smoke(capsys):
     """bench --suite training at tiny shapes: a row per op and the block, each step served by the
-    library with the bridge on, its gradients those of torch's own step to bf16 precision."""
+    library with the bridge on, its gradients within bf16 precision of float64."""
     from aclnn_cpu import bench, bench_training
     rows = bench_training.run(["bfloat16"], [1], rounds=1, min_time=0.001, suite="smoke")
     assert [r["op"] for r in rows] == list(bench_training.OPS)
@@ -467,7 +467,7 @@ def test_training_benchmark_smoke(capsys):
         served, total = map(int, r["library_calls"].split("/"))
         assert 0 < served <= total, r
         assert r["torch_ms"] > 0 and r["bridge_ms"] > 0
-        assert r["grad_rel_diff"] < 0.05, r
+        assert r["bridge_grad_err"] < 0.05, r  # bf16 at tiny shapes: a few unit roundoffs
     text = bench_training.format_rows(rows, "smoke")
     assert all(op in text for op in bench_training.OPS)
     args = bench.parse_args(["--suite", "training", "--dtypes", "bf16", "--threads", "1"])
