@@ -95,6 +95,8 @@ def _channel_weight(self: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 def _prelu_kernel(self, weight):
     _check_tensors(self, weight)
+    if self.dtype != weight.dtype:  # the library promotes a mix to float32; aten keeps its own rule
+        raise _FallThrough
     return _ac.prelu(self, _channel_weight(self, weight))
 
 
