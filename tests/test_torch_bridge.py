@@ -219,9 +219,10 @@ def test_routing_proven_where_torch_differs():
 
 # ---- what the library cannot take falls through -----------------------------------------
 
-def run_all(dtype, create_graph=False):
+def run_all(dtype, create_graph=False, between=lambda: None):
     """F.prelu, F.group_norm, torch.softmax and F.grid_sample, forward and backward: outputs and
-    gradients."""
+    gradients; with create_graph, also the second-order gradients (``between`` runs before
+    that second pass)."""
     g = torch.Generator().manual_seed(8)
     x = leaf(torch.randn(2, 4, 6, 5, generator=g).to(dtype))
     w = leaf(torch.rand(4, generator=g).to(dtype))
@@ -237,6 +238,7 @@ def run_all(dtype, create_graph=False):
     first = [out.detach()] + [gr.detach() for gr in grads]
     if not create_graph:
         return first
+    between()
     second = torch.autograd.grad(sum((gr * gr).sum() for gr in grads), (x, w, gamma, beta, grid))
     return first, list(second)
 
@@ -252,16 +254,27 @@ def test_float64_falls_through_to_torch():
 
 
 def test_double_backward_falls_through_to_torch():
-    """Backward calls that record a graph (create_graph=True) are torch's own, bit for bit; the
-    second-order pass (grad mode off again) may take the library's kernels and agrees."""
+    """Backward calls that record a graph (create_graph=True) run torch's own kernels; the
+    second-order pass (grad mode off again) may take the library's, and agrees."""
     own, own_second = run_all(torch.float32, create_graph=True)
+    first_pass = {}
     bridge.reset_counts()
     with bridge.enabled():
-        routed, routed_second = run_all(torch.float32, create_graph=True)
-    assert all(same_bits(a, b) for a, b in zip(own, routed))
-    for a, b in zip(own_second, routed_second):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    assert bridge.counts()["_prelu_kernel_backward"][1] > 0
+        routed, routed_second = run_all(torch.float32, create_graph=True,
+                                        between=lambda: first_pass.update(bridge.counts()))
+    # (GroupNorm's create_graph formula is torch's differentiable composite: no backward op call)
+    for r in bridge.routes():
+        if r.backward:
+            assert first_pass.get(r.aten, (0, 0))[0] == 0, (r.aten, first_pass)
+    assert sum(fell for _, fell in first_pass.values()) >= 3, first_pass
+    if not any(not r.backward for r in bridge.routes()):  # torch's forward too: its bits exactly
+        assert all(same_bits(a, b) for a, b in zip(own, routed))
+    # fp32 agreement, normwise over each order's gradients (some second-order gradients are 0
+    # in exact arithmetic and rounding noise in both runs)
+    for mine, theirs in ((own, routed), (own_second, routed_second)):
+        scale = max(float(a.abs().max()) for a in mine)
+        for a, b in zip(mine, theirs):
+            assert float((a - b).abs().max()) <= 1e-5 * scale, (float((a - b).abs().max()), scale)
 
 
 def test_refused_calls_fall_through():
