@@ -107,6 +107,9 @@ def grid_sampler2d(input, grid, interpolation_mode=0, padding_mode=0, align_corn
     """Samples input at the (x, y) locations of grid, 2-D, bilinear, nearest or bicubic.
 
     Functional form of aclnnGridSampler2D: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         input: The image, [N, C, H_in, W_in] with H_in, W_in > 0.
@@ -128,8 +131,9 @@ def grid_sampler2d(input, grid, interpolation_mode=0, padding_mode=0, align_corn
     align_corners = flag_value(align_corners, "aclnnGridSampler2D: align_corners")
     input = as_input(input)
     grid = as_input(grid)
+    torch_out = torch_inputs((input, grid))
     if out is None and input is not None and grid is not None:
-        out = _new_output(tuple(shape_of(input)[:2]) + tuple(shape_of(grid)[1:3]), dtype_of(input), input)
+        out = _new_output(tuple(shape_of(input)[:2]) + tuple(shape_of(grid)[1:3]), dtype_of(input), input, torch_out)
     _plan_and_run_aclnnGridSampler2D(input, grid, interpolation_mode, padding_mode, align_corners,
                                      out)
     return out
@@ -337,6 +341,9 @@ def group_norm(self, gamma, beta, N, C, HxW, group, eps, *, out=None):
     """Group normalization of self viewed as [N, C, HxW], with its per (n, group) mean and rstd.
 
     Functional form of aclnnGroupNorm: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         self: Input, rank 2 to 8, [N, C, ...] with N * C * HxW elements.
@@ -365,13 +372,14 @@ def group_norm(self, gamma, beta, N, C, HxW, group, eps, *, out=None):
     self = as_input(self)
     gamma = as_input(gamma)
     beta = as_input(beta)
+    torch_out = torch_inputs((self, gamma, beta))
     y, mean_out, rstd_out = unpack_out(out, 3, "aclnnGroupNorm: out")
     if y is None and self is not None:
-        y = _new_output(shape_of(self), dtype_of(self), self)
+        y = _new_output(shape_of(self), dtype_of(self), self, torch_out)
     if mean_out is None and self is not None:
-        mean_out = _new_output((N, group), dtype_of(self))
+        mean_out = _new_output((N, group), dtype_of(self), None, torch_out)
     if rstd_out is None and self is not None:
-        rstd_out = _new_output((N, group), dtype_of(self))
+        rstd_out = _new_output((N, group), dtype_of(self), None, torch_out)
     _plan_and_run_aclnnGroupNorm(self, gamma, beta, N, C, HxW, group, eps, y, mean_out, rstd_out)
     return (y, mean_out, rstd_out)
 
@@ -575,6 +583,9 @@ def prelu(self, weight, *, out=None):
     """PReLU: out = self where self > 0, else weight[c] * self, with c the channel (dim 1 of self).
 
     Functional form of aclnnPrelu: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         self: Input.
@@ -590,8 +601,9 @@ def prelu(self, weight, *, out=None):
     """
     self = as_input(self)
     weight = as_input(weight)
+    torch_out = torch_inputs((self, weight))
     if out is None and self is not None and weight is not None:
-        out = _new_output(shape_of(self), dtype_of(self) if dtype_of(self) == dtype_of(weight) else 'float32', self)
+        out = _new_output(shape_of(self), dtype_of(self) if dtype_of(self) == dtype_of(weight) else 'float32', self, torch_out)
     _plan_and_run_aclnnPrelu(self, weight, out)
     return out
 
@@ -745,6 +757,9 @@ def softmax(self, dim, *, out=None, out_dtype=None):
     """Softmax along dim, out = exp(self - max) / sum(exp(self - max), dim).
 
     Functional form of aclnnSoftmax: allocates the outputs not given in ``out``.
+    Outputs follow inputs: when the tensor inputs are all torch tensors, the allocated
+    outputs are torch tensors of the same dtype (bfloat16 included); otherwise NumPy
+    arrays (bfloat16 as ml_dtypes.bfloat16). ``out`` arrays are returned as given.
 
     Args:
         self: The input.
@@ -759,8 +774,9 @@ def softmax(self, dim, *, out=None, out_dtype=None):
     """
     dim = int64_value(dim, "aclnnSoftmax: dim")
     self = as_input(self)
+    torch_out = torch_inputs((self,))
     if out is None and self is not None:
-        out = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self)
+        out = _new_output(shape_of(self), dtype_of(self) if out_dtype is None else out_dtype, self, torch_out)
     _plan_and_run_aclnnSoftmax(self, dim, out)
     return out
 
