@@ -1,5 +1,5 @@
 """PyTorch float64 references for the golden data `python -m aclnn_cpu golden` writes, recomputed
-from the written inputs of a case folder (tests/test_golden.py, benchmarks/golden_campaign.py).
+from the written inputs of a case folder (tests/test_golden_cases.py, benchmarks/golden_campaign.py).
 
 Each reference takes the inputs and attributes in the op's C parameter order and returns its
 outputs in C order (None where outputMask leaves one out). Big cases are recomputed in slices
