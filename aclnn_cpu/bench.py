@@ -922,8 +922,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from aclnn_cpu import bench_training
         return bench_training.main(args)
     if args.list:
-        for c in select_cases(args.suite, args.ops, args.match, args.case):
-            print(f"{c.op:<13} {c.label:<22} {c.describe()}")
+        cases = select_cases(args.suite, args.ops, args.match, args.case)
+        width = max([13] + [len(c.op) for c in cases])
+        for c in cases:
+            print(f"{c.op:<{width}} {c.label:<22} {c.describe()}")
         return 0
     torch = _import_torch(args.no_torch)
     import aclnn_cpu as ac
