@@ -270,6 +270,7 @@ Plan make_plan(const GroupNormArgs& a, bool channel_rows) {
   p.rstd_at = at, at += p.NG;
   p.gamma_at = at, at += p.C;
   p.beta_at = at, at += p.C;
+  at = (at + 15) / 16 * 16;  // the slots start on a line (their doubles need 8-byte alignment)
   p.lanes_at = at, at += p.slot_floats * p.lane_slots;
   p.total = at;
   return p;
