@@ -10,6 +10,7 @@ drawing them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -217,17 +218,45 @@ def _float_dtype_of(plan: Plan) -> str:
     return max(floats, key=_FLOAT_ORDER.index) if floats else (names[0] if names else "float32")
 
 
+class _Shaped:
+    """Shape and dtype of a tensor not drawn yet (for the registry's allocation expressions)."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+
+
+def output_specs(plan: Plan) -> List[Tuple[Tuple[int, ...], np.dtype]]:
+    """Shape and dtype of each output the op allocates for the case, from the registry's
+    allocation expressions (the functional form's own rule), with the inputs not yet drawn."""
+    op = plan.op
+    names = {"shape_of": lambda a: tuple(np.shape(a) if not isinstance(a, _Shaped) else a.shape),
+             "dtype_of": lambda a: a.dtype, "prod": math.prod,
+             **{k["name"]: k["default"] for k in op["python_kwargs"]}}
+    for p in op["params"]:
+        if p["kind"] == "input":
+            arg = plan.tensors.get(p["name"])
+            names[p["py_name"]] = None if arg is None else _Shaped(arg.shape, arg.dtype)
+        elif p["kind"] != "output":
+            names[p["py_name"]] = plan.attrs.get(p["name"], p.get("default"))
+    specs = []
+    for p in op["params"]:
+        if p["kind"] == "output":
+            shape = tuple(int(d) for d in eval(p["alloc"]["shape"], dict(names)))
+            specs.append((shape, np.dtype(atk.numpy_dtype(atk.dtype_name(eval(p["alloc"]["dtype"], dict(names)))))))
+    return specs
+
+
 def estimate_bytes(plan: Plan) -> int:
-    """Memory a case needs: its inputs at the case's dtypes and the golden's, and outputs counted
-    as large as the inputs (true of every registry op's outputs so far)."""
+    """Memory a case needs, twice over for the verification's copies: its inputs and outputs
+    (shaped by the registry's allocation rules) at the case's dtypes and at the golden's."""
     wide = np.dtype(atk.numpy_dtype(golden_dtype(plan.op, _float_dtype_of(plan)))).itemsize
+    arrays = [(arg.shape, arg.dtype) for arg in plan.tensors.values()] + output_specs(plan)
     total = 0
-    for arg in plan.tensors.values():
-        numel = int(np.prod(arg.shape))
-        total += numel * arg.dtype.itemsize
-        if arg.dtype.kind == "f" or atk.dtype_name(arg.dtype) == "bfloat16":
-            if wide != arg.dtype.itemsize:
-                total += numel * wide
+    for shape, dtype in arrays:
+        numel = math.prod(int(d) for d in shape)
+        total += numel * dtype.itemsize
+        if (dtype.kind == "f" or atk.dtype_name(dtype) == "bfloat16") and wide != dtype.itemsize:
+            total += numel * wide
     return 2 * total
 
 

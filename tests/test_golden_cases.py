@@ -252,6 +252,26 @@ def test_memory_budget(tmp_path, capsys):
         assert case_id not in written
 
 
+def test_memory_budget_counts_outputs(tmp_path, capsys):
+    """GridSampler2D's output is N x C x Ho x Wo, here 32 times its inputs' bytes: the budget
+    counts it (as the registry's allocation rule shapes it), not only the inputs."""
+    tensor = {"type": "tensor", "required": True, "dtype": "fp32", "range_values": [-1, 1]}
+    case = {"id": 0, "aclnn_name": "GridSampler2D", "standard": {"acc": "double_bm"},
+            "inputs": [dict(tensor, name="input", shape=[1, 64, 2, 2]), dict(tensor, name="grid", shape=[1, 256, 256, 2])]}
+    plan = golden.plan_case(atk.parse_case(case, "cases.json"), golden.registry_ops())
+    assert golden.output_specs(plan) == [((1, 64, 256, 256), np.dtype(np.float32))]
+    # Each array at the case's float32 and the golden's float64 (the op takes DOUBLE), twice.
+    assert golden.golden_dtype(plan.op, "float32") == "float64"
+    elements = 64 * 2 * 2 + 256 * 256 * 2 + 64 * 256 * 256
+    assert golden.estimate_bytes(plan) == 2 * (4 + 8) * elements
+    path = write_cases(tmp_path / "cases.json", [case])
+    assert cli(["golden", str(path), "-o", str(tmp_path / "small"), "--max-bytes", str(8 << 20)]) == 2
+    assert "over the budget of" in capsys.readouterr().err
+    assert not (tmp_path / "small" / "aclnnGridSampler2D" / "0").exists()
+    assert cli(["golden", str(path), "-o", str(tmp_path / "big"), "--max-bytes", str(256 << 20)]) == 0
+    assert (tmp_path / "big" / "aclnnGridSampler2D" / "0" / "case.json").exists()
+
+
 def test_nothing_partial_after_a_failure(tmp_path, monkeypatch):
     """A case that fails while its folder is being written leaves neither the folder nor its
     temporary; a rerun replaces an older folder of the same case whole."""
@@ -458,8 +478,9 @@ def test_an_op_added_to_the_registry_works_unchanged(tmp_path, monkeypatch):
         return {"name": name, "py_name": name, "kind": kind, "optional": False, "has_default": False,
                 "default": None, "mask": None, "dtypes": {product: ["float32", "float16", "bfloat16"]}}
 
-    stand_in = {"name": "aclnnPrelu", "python": "prelu_stand_in",
-                "params": [param("self", "input"), param("weight", "input"), param("out", "output")]}
+    out = dict(param("out", "output"), alloc={"shape": "shape_of(self)", "dtype": "dtype_of(self)", "layout": "self"})
+    stand_in = {"name": "aclnnPrelu", "python": "prelu_stand_in", "python_kwargs": [],
+                "params": [param("self", "input"), param("weight", "input"), out]}
 
     def prelu(self, weight):  # fp32 math, one rounding to the input's dtype
         x = self.astype(np.float32)
