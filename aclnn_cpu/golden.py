@@ -247,8 +247,8 @@ def output_specs(plan: Plan) -> List[Tuple[Tuple[int, ...], np.dtype]]:
 
 
 def estimate_bytes(plan: Plan) -> int:
-    """Memory a case needs, twice over for the verification's copies: its inputs and outputs
-    (shaped by the registry's allocation rules) at the case's dtypes and at the golden's."""
+    """Memory a case needs: its inputs and outputs (shaped by the registry's allocation rules),
+    each at the case's dtype and at the golden's (the two calls)."""
     wide = np.dtype(atk.numpy_dtype(golden_dtype(plan.op, _float_dtype_of(plan)))).itemsize
     arrays = [(arg.shape, arg.dtype) for arg in plan.tensors.values()] + output_specs(plan)
     total = 0
@@ -257,7 +257,7 @@ def estimate_bytes(plan: Plan) -> int:
         total += numel * dtype.itemsize
         if (dtype.kind == "f" or atk.dtype_name(dtype) == "bfloat16") and wide != dtype.itemsize:
             total += numel * wide
-    return 2 * total
+    return total
 
 
 # ---- running a case ------------------------------------------------------------------------
