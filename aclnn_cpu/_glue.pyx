@@ -741,9 +741,123 @@ cpdef object empty_aligned(object shape, object dtype):
         if plain:  # NumPy's C constructor: np.empty without the Python call
             return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
         return np.empty(shape, dtype=dtype)  # raises for a negative extent or too many dims
+    if nbytes >= _pages_min_bytes and ACLNN_HAVE_MEM_HANDLER:
+        return _empty_on_pages(shape, dtype)
     cdef cnp.ndarray raw = np.empty(nbytes + 64, dtype=np.uint8)
     cdef Py_ssize_t start = (64 - (<uintptr_t>cnp.PyArray_DATA(raw)) % 64) % 64
     return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+# ---- Big outputs ----
+# A big buffer from malloc is a fresh mmap: each first store to a 4 KiB page of it faults and the
+# kernel zeroes the page, and dropping the array unmaps it all again. Outputs of at least
+# _pages_min_bytes therefore come from runtime/output_pages.cpp: 2 MiB-aligned mappings advised
+# for transparent huge pages, and a small cache of released ones (docs/architecture.md, "Output
+# allocation", has the figures).
+#
+# The arrays own that memory through NumPy's PyDataMem_Handler API (NumPy >= 1.22): the handler
+# is made current only around the np.empty that creates the array, and NumPy records it in the
+# array, so the array has OWNDATA and frees through the handler whenever its last reference
+# goes, from any thread, through any chain of views, torch tensors (from_numpy, DLPack) or
+# pickled copies (a copy has memory of its own). A base object that unmaps in its dealloc would
+# serve too, but every array handed out would then be a view (OWNDATA False, resize refused),
+# unlike NumPy's own arrays. NumPy calls the handler with the GIL held or not; the runtime side
+# keeps its own lock and its fork handlers (runtime/fork_guard.h).
+cdef extern from *:
+    """
+    #include <cstdlib>
+    #include <cstring>
+    #include "aclnn_cpu/output_pages.h"
+    #if NPY_FEATURE_VERSION >= NPY_1_22_API_VERSION
+    #define ACLNN_HAVE_MEM_HANDLER 1
+    static void* aclnn_pages_malloc(void*, size_t size) {
+        void* p = aclnn_cpu::output_pages_allocate(size);
+        if (p == nullptr && posix_memalign(&p, 64, size ? size : 1) != 0) p = nullptr;
+        return p;  // no pages to be had: an aligned heap block (freed by free() below)
+    }
+    static void* aclnn_pages_calloc(void*, size_t nelem, size_t elsize) {
+        return std::calloc(nelem, elsize);  // NumPy asks this for dtypes that need zeroing only
+    }
+    static void aclnn_pages_free(void*, void* ptr, size_t) {
+        if (!aclnn_cpu::output_pages_release(ptr)) std::free(ptr);
+    }
+    static void* aclnn_pages_realloc(void*, void* ptr, size_t new_size) {
+        size_t old = aclnn_cpu::output_pages_length(ptr);
+        if (old == 0) return std::realloc(ptr, new_size);  // a heap block of the fallbacks
+        void* moved = std::malloc(new_size ? new_size : 1);  // ndarray.resize: rare, plain heap
+        if (moved == nullptr) return nullptr;
+        std::memcpy(moved, ptr, old < new_size ? old : new_size);
+        aclnn_cpu::output_pages_release(ptr);
+        return moved;
+    }
+    static PyDataMem_Handler aclnn_pages_handler = {
+        "aclnn_cpu_output_pages", 1,
+        {nullptr, aclnn_pages_malloc, aclnn_pages_calloc, aclnn_pages_realloc, aclnn_pages_free}};
+    static PyObject* aclnn_pages_handler_capsule(void) {
+        return PyCapsule_New(&aclnn_pages_handler, "mem_handler", nullptr);
+    }
+    static PyObject* aclnn_pages_set_handler(PyObject* handler) {
+        return PyDataMem_SetHandler(handler);
+    }
+    #else
+    #define ACLNN_HAVE_MEM_HANDLER 0
+    static PyObject* aclnn_pages_handler_capsule(void) { Py_RETURN_NONE; }
+    static PyObject* aclnn_pages_set_handler(PyObject*) { Py_RETURN_NONE; }
+    #endif
+    """
+    const bint ACLNN_HAVE_MEM_HANDLER
+    object aclnn_pages_handler_capsule()
+    object aclnn_pages_set_handler(object handler)
+
+cdef extern from "aclnn_cpu/output_pages.h" namespace "aclnn_cpu" nogil:
+    cdef struct OutputPagesStats:
+        uint64_t live_bytes
+        uint64_t cached_bytes
+        uint64_t cached_buffers
+    void output_pages_configure(cbool huge_pages, uint64_t cache_bytes)
+    cbool output_pages_huge_pages()
+    uint64_t output_pages_cache_limit()
+    OutputPagesStats output_pages_stats()
+    size_t output_pages_length(const void* ptr)
+
+# Smaller outputs stay on the path above: glibc serves them from its heap, whose freed chunks
+# it reuses, and a 2 MiB mapping would round them up.
+cdef Py_ssize_t _pages_min_bytes = 4 << 20
+cdef object _pages_handler = aclnn_pages_handler_capsule()
+
+
+cdef object _empty_on_pages(tuple shape, object dtype):
+    previous = aclnn_pages_set_handler(_pages_handler)
+    try:
+        return np.empty(shape, dtype=dtype)
+    finally:
+        aclnn_pages_set_handler(previous)
+
+
+def output_pages(object huge_pages=None, object cache_bytes=None, object min_bytes=None):
+    """The big-output allocator's settings, changed where an argument is given; returns the
+    settings and counters as a dict (for tests and benchmarks). huge_pages: advise new mappings
+    for transparent huge pages (ACLNN_CPU_HUGE_PAGES=0 starts with it off). cache_bytes: bytes of
+    released buffers kept for reuse (ACLNN_CPU_OUTPUT_CACHE_BYTES; 0 keeps none). min_bytes:
+    the smallest output served by it; larger than any output turns it off (plain NumPy memory,
+    64-byte aligned)."""
+    global _pages_min_bytes
+    if huge_pages is not None or cache_bytes is not None:
+        output_pages_configure(
+            output_pages_huge_pages() if huge_pages is None else bool(huge_pages),
+            output_pages_cache_limit() if cache_bytes is None else int(cache_bytes))
+    if min_bytes is not None:
+        _pages_min_bytes = max(1, int(min_bytes))
+    cdef OutputPagesStats st = output_pages_stats()
+    return {"available": bool(ACLNN_HAVE_MEM_HANDLER), "huge_pages": output_pages_huge_pages(),
+            "cache_bytes": output_pages_cache_limit(), "min_bytes": _pages_min_bytes,
+            "live_bytes": st.live_bytes, "cached_bytes": st.cached_bytes,
+            "cached_buffers": st.cached_buffers}
+
+
+def output_pages_owner(object arr):
+    """The mapped length of the big-output buffer ``arr``'s data starts, 0 when it is not one."""
+    return output_pages_length(<void*><uintptr_t>np.asarray(arr).ctypes.data)
 
 
 cpdef tuple unpack_out(object out, Py_ssize_t n, str name):
