@@ -106,7 +106,8 @@ void simd_convert(py::buffer src, int from, py::buffer dst, int to, int path) {
   for (const py::buffer_info* b : {&in, &out})
     if (b->ndim != 1 || b->strides[0] != b->itemsize) throw py::value_error("src and dst must be contiguous 1-D");
   if (aclnn_cpu_simd_selftest_convert(from, to, in.ptr, out.ptr, n, path) != 0)
-    throw py::value_error("path is 0 (vectors), 1 (pairs), 2 (streamed pairs) or 3 (scalar)");
+    throw py::value_error("path is 0 (vectors), 1 (pairs), 2 (streamed pairs), 3 (scalar) or 4-7 + 256 * row "
+                          "(a streaming cursor: + 1 pairs, + 2 rows last first)");
 }
 
 void simd_exp(py::buffer src, py::buffer dst) {

@@ -183,7 +183,7 @@ def test_selftest_rejects_bad_codes():
     x = np.zeros(4, np.float32)
     y = np.zeros(4, np.uint16)
     with pytest.raises(ValueError):
-        _config.simd_convert(x, 0, y, 2, 4)
+        _config.simd_convert(x, 0, y, 2, 8)
     with pytest.raises(ValueError):
         _config.simd_convert(x, 0, y, 7, 0)
     with pytest.raises(ValueError):

@@ -24,9 +24,31 @@ void convert_vectors(const S* src, D* dst, int64_t n) {
   if (i < n) store_partial(dst + i, load_partial(src + i, n - i), n - i);
 }
 
-// Pairs: each block of 2 * kWidth elements goes through load_pair of S and store_pair of D.
-// When the two layouts differ the lanes are reordered through a buffer in between, so each
-// side's pair order is exercised on its own. The tail goes through single vectors.
+// The pair of S at src (load_pair) in D's pair order. When the two layouts differ the lanes are
+// reordered through a buffer, so each side's pair order is exercised on its own.
+template <class D, class S>
+Pair pair_for(const S* src) {
+  constexpr int64_t kPair = 2 * kWidth;
+  Pair v = load_pair(src);
+  if constexpr (!kSameLayout<S, D>) {
+    alignas(64) float element[kPair], a[kWidth], b[kWidth];
+    store(a, v.a);
+    store(b, v.b);
+    for (int k = 0; k < kWidth; ++k) {  // back to element order ...
+      element[kSplitPair<S> ? 2 * k : k] = a[k];
+      element[kSplitPair<S> ? 2 * k + 1 : k + kWidth] = b[k];
+    }
+    for (int k = 0; k < kWidth; ++k) {  // ... and into D's pair order
+      a[k] = element[kSplitPair<D> ? 2 * k : k];
+      b[k] = element[kSplitPair<D> ? 2 * k + 1 : k + kWidth];
+    }
+    v = Pair{load(static_cast<const float*>(a)), load(static_cast<const float*>(b))};
+  }
+  return v;
+}
+
+// Pairs: each block of 2 * kWidth elements goes through load_pair of S and store_pair of D
+// (pair_for). The tail goes through single vectors.
 template <bool kStream, class S, class D>
 void convert_pairs(const S* src, D* dst, int64_t n) {
   constexpr int64_t kPair = 2 * kWidth;
@@ -35,26 +57,33 @@ void convert_pairs(const S* src, D* dst, int64_t n) {
     for (const int64_t head = head_to<kPairStreamAlign<D>>(dst, n); i < head; ++i) dst[i] = from_float<D>(to_float(src[i]));
   }
   for (; i + kPair <= n; i += kPair) {
-    Pair v = load_pair(src + i);
-    if constexpr (!kSameLayout<S, D>) {
-      alignas(64) float element[kPair], a[kWidth], b[kWidth];
-      store(a, v.a);
-      store(b, v.b);
-      for (int k = 0; k < kWidth; ++k) {  // back to element order ...
-        element[kSplitPair<S> ? 2 * k : k] = a[k];
-        element[kSplitPair<S> ? 2 * k + 1 : k + kWidth] = b[k];
-      }
-      for (int k = 0; k < kWidth; ++k) {  // ... and into D's pair order
-        a[k] = element[kSplitPair<D> ? 2 * k : k];
-        b[k] = element[kSplitPair<D> ? 2 * k + 1 : k + kWidth];
-      }
-      v = Pair{load(static_cast<const float*>(a)), load(static_cast<const float*>(b))};
-    }
+    const Pair v = pair_for<D>(src + i);
     if (kStream) stream_pair(dst + i, v);
     else store_pair(dst + i, v);
   }
   if (kStream) stream_fence();
   convert_vectors(src + i, dst + i, n - i);
+}
+
+// Through a streaming cursor (StreamCursor<true>): rows of `row` elements (0: one row of n),
+// each a store_run (or store_run_pairs) of its own, taken in order (consecutive puts join
+// across rows) or last row first (each row a jump); one flush and fence at the end.
+template <class S, class D>
+void convert_cursor(const S* src, D* dst, int64_t n, bool pairs, bool reverse, int64_t row) {
+  if (row <= 0 || row > n) row = n;
+  const int64_t rows = row > 0 ? (n + row - 1) / row : 0;
+  StreamCursor<true> cursor;
+  for (int64_t k = 0; k < rows; ++k) {
+    const int64_t r = reverse ? rows - 1 - k : k, at = r * row, len = std::min(row, n - at);
+    const S* s = src + at;
+    const auto value = [&](int64_t i, int64_t count) {
+      return count == kWidth ? load(s + i) : load_partial(s + i, count);
+    };
+    if (pairs) store_run_pairs(cursor, dst + at, len, [&](int64_t i) { return pair_for<D>(s + i); }, value);
+    else store_run(cursor, dst + at, len, value);
+  }
+  cursor.flush();
+  stream_fence();
 }
 
 template <class S, class D>
@@ -64,8 +93,10 @@ void convert_typed(const void* src, void* dst, int64_t n, int path) {
   if (path == 0) convert_vectors(s, d, n);
   else if (path == 1) convert_pairs<false>(s, d, n);
   else if (path == 2) convert_pairs<true>(s, d, n);
-  else  // the scalar conversions (half.h) the kernels use element by element
+  else if (path == 3)  // the scalar conversions (half.h) the kernels use element by element
     for (int64_t i = 0; i < n; ++i) d[i] = from_float<D>(to_float(s[i]));
+  else
+    convert_cursor(s, d, n, (path & 1) != 0, (path & 2) != 0, path >> 8);
 }
 
 template <class S>
@@ -102,7 +133,8 @@ void simd_selftest_exp(bool double_precision, const void* src, void* dst, int64_
 }
 
 // from/to: aclDataType codes of float32, float16, bfloat16; path: 0 vectors, 1 pairs, 2 streamed
-// pairs, 3 scalar.
+// pairs, 3 scalar; 4 + (1 pairs) + (2 rows last first) + 256 * row: through a StreamCursor in
+// rows of `row` elements (convert_cursor).
 bool simd_selftest_convert(int from, int to, const void* src, void* dst, int64_t n, int path) {
   switch (static_cast<DType>(from)) {
     case DType::Float32: return convert_from<float>(to, src, dst, n, path);
@@ -134,7 +166,7 @@ ACLNN_FOR_EACH_COMPILED_ISA(ACLNN_DECLARE_SELFTEST)
 extern "C" __attribute__((visibility("default"))) int aclnn_cpu_simd_selftest_convert(
     int from, int to, const void* src, void* dst, int64_t n, int path) {
   using namespace aclnn_cpu;
-  if (path < 0 || path > 3 || n < 0) return -1;
+  if (path < 0 || (path & 255) > 7 || (path >= 256 && (path & 255) < 4) || n < 0) return -1;
   bool ok = false;
   switch (active_isa()) {
 #define ACLNN_DISPATCH_SELFTEST(name, level) \
