@@ -145,19 +145,19 @@ float dot_row(const T* g, const T* y, int64_t n) {
 }
 
 template <bool kStream, class T, class O>
-void write_row(const T* g, const T* y, O* out, int64_t n, float sum) {
+void write_row(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t n, float sum) {
   const VecF s = set1(sum);
   const auto value = [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     if (count == kWidth) return load(y + i) * (load(g + i) - s);
     return load_partial(y + i, count) * (load_partial(g + i, count) - s);
   };
   if constexpr (kSameLayout<T, O>) {  // pairs line up lane for lane from inputs to out
-    store_run_pairs<kStream>(out, n, [&](int64_t i) __attribute__((always_inline)) {
+    store_run_pairs(cursor, out, n, [&](int64_t i) __attribute__((always_inline)) {
       const Pair gp = load_pair(g + i), yp = load_pair(y + i);
       return Pair{yp.a * (gp.a - s), yp.b * (gp.b - s)};
     }, value);
   } else {
-    store_run<kStream>(out, n, value);
+    store_run(cursor, out, n, value);
   }
 }
 
@@ -206,20 +206,20 @@ ACLNN_ALWAYS_INLINE void load_quads(const T* g, const T* y, Pair* gp, Pair* yp, 
 
 // The outputs of what load_quads loaded: y * (g - s), pair by pair.
 template <int Quads, bool kStream, class O>
-ACLNN_ALWAYS_INLINE void store_quads(O* out, const Pair* gp, const Pair* yp, VecF s) {
+ACLNN_ALWAYS_INLINE void store_quads(StreamCursor<kStream>& cursor, O* out, const Pair* gp, const Pair* yp, VecF s) {
 #pragma GCC unroll 4
   for (int k = 0; k < 2 * Quads; ++k)
-    store_or_stream_pair<kStream>(out + k * 2 * kWidth, Pair{yp[k].a * (gp[k].a - s), yp[k].b * (gp[k].b - s)});
+    cursor.put_pair(out + k * 2 * kWidth, Pair{yp[k].a * (gp[k].a - s), yp[k].b * (gp[k].b - s)});
 }
 
 template <int Quads, bool kStream, class T, class O>
-ACLNN_ALWAYS_INLINE void register_row(const T* g, const T* y, O* out, int64_t n) {
+ACLNN_ALWAYS_INLINE void register_row(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t n) {
   Pair gp[2 * Quads + 1], yp[2 * Quads + 1];
   VecF a0 = zero(), a1 = zero(), a2 = zero(), a3 = zero();
   load_quads<Quads>(g, y, gp, yp, a0, a1, a2, a3);
   const int64_t i0 = Quads * 4 * kWidth;
   const int64_t singles = (n - i0) / kWidth, tail = n - i0 - singles * kWidth;
-  VecF gs[3], ys[3], gt = zero(), yt = zero();
+  VecF gs[3] = {}, ys[3] = {}, gt = zero(), yt = zero();  // (zeroed: GCC cannot see that k < singles guards them)
 #pragma GCC unroll 3
   for (int k = 0; k < 3; ++k) {
     if (k < singles) {
@@ -235,11 +235,11 @@ ACLNN_ALWAYS_INLINE void register_row(const T* g, const T* y, O* out, int64_t n)
     a1 = fma(gt, yt, a1);
   }
   const VecF s = set1(reduce_add((a0 + a1) + (a2 + a3)));
-  store_quads<Quads, kStream>(out, gp, yp, s);
+  store_quads<Quads>(cursor, out, gp, yp, s);
 #pragma GCC unroll 3
   for (int k = 0; k < 3; ++k)
-    if (k < singles) store_or_stream<kStream>(out + i0 + k * kWidth, ys[k] * (gs[k] - s));
-  if (tail > 0) store_partial(out + it, yt * (gt - s), tail);
+    if (k < singles) cursor.put(out + i0 + k * kWidth, ys[k] * (gs[k] - s));
+  if (tail > 0) cursor.put_partial(out + it, yt * (gt - s), tail);
 }
 
 // Rows of kRegisterRow to kHeadRegisterRow elements: their first kRegisterRow elements are held
@@ -251,7 +251,7 @@ ACLNN_ALWAYS_INLINE void register_row(const T* g, const T* y, O* out, int64_t n)
 constexpr int64_t kHeadRegisterRow = 2 * kRegisterRow;
 
 template <bool kStream, class T, class O>
-void head_register_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
+void head_register_rows(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   constexpr int64_t kHead = 8 * kWidth;  // == kRegisterRow
   for (int64_t r = 0; r < rows; ++r, g += n, y += n, out += n) {
     Pair gp[4], yp[4];
@@ -259,8 +259,8 @@ void head_register_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n)
     load_quads<2>(g, y, gp, yp, a0, a1, a2, a3);
     dot_accumulate(g, y, kHead, n, a0, a1, a2, a3);
     const float sum = reduce_add((a0 + a1) + (a2 + a3));
-    store_quads<2, kStream>(out, gp, yp, set1(sum));
-    write_row<kStream>(g + kHead, y + kHead, out + kHead, n - kHead, sum);
+    store_quads<2>(cursor, out, gp, yp, set1(sum));
+    write_row(cursor, g + kHead, y + kHead, out + kHead, n - kHead, sum);
   }
 }
 
@@ -274,7 +274,7 @@ void head_register_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n)
 // 0.98-1.12x, so they keep the plain path.
 constexpr int64_t kBufferedRow = 2048;
 template <bool kStream, class T, class O>
-void buffered_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
+void buffered_rows(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   constexpr int64_t kPairs = kBufferedRow / (2 * kWidth);
   Pair gp[kPairs], yp[kPairs];
   for (int64_t r = 0; r < rows; ++r, g += n, y += n, out += n) {
@@ -296,23 +296,23 @@ void buffered_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
     const float sum = reduce_add((a0 + a1) + (a2 + a3));
     const VecF s = set1(sum);
     for (int64_t j = 0; j < k; ++j)
-      store_or_stream_pair<kStream>(out + j * 2 * kWidth, Pair{yp[j].a * (gp[j].a - s), yp[j].b * (gp[j].b - s)});
-    write_row<kStream>(g + i, y + i, out + i, n - i, sum);
+      cursor.put_pair(out + j * 2 * kWidth, Pair{yp[j].a * (gp[j].a - s), yp[j].b * (gp[j].b - s)});
+    write_row(cursor, g + i, y + i, out + i, n - i, sum);
   }
 }
 
 template <int Quads, bool kStream, class T, class O>
-void register_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) register_row<Quads, kStream>(g + r * n, y + r * n, out + r * n, n);
+void register_rows(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) register_row<Quads>(cursor, g + r * n, y + r * n, out + r * n, n);
 }
 
 // Rows [begin, end) of n <= kRegisterRow elements.
 template <bool kStream, class T, class O>
-void register_rows(const T* g, const T* y, O* out, int64_t begin, int64_t end, int64_t n) {
+void register_rows(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t begin, int64_t end, int64_t n) {
   const int64_t base = begin * n, rows = end - begin;
-  if (n >= 8 * kWidth) register_rows<2, kStream>(g + base, y + base, out + base, rows, n);
-  else if (n >= 4 * kWidth) register_rows<1, kStream>(g + base, y + base, out + base, rows, n);
-  else register_rows<0, kStream>(g + base, y + base, out + base, rows, n);
+  if (n >= 8 * kWidth) register_rows<2>(cursor, g + base, y + base, out + base, rows, n);
+  else if (n >= 4 * kWidth) register_rows<1>(cursor, g + base, y + base, out + base, rows, n);
+  else register_rows<0>(cursor, g + base, y + base, out + base, rows, n);
 }
 
 template <class O>
@@ -364,6 +364,7 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
   const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
   parallel_for(blocks, std::max<int64_t>(1, kRowGrainElems / kShortBlock), [&](int64_t begin, int64_t end) {
     alignas(64) float buffer[kShortBlock];
+    StreamCursor<kStream> cursor;
     for (int64_t b = begin; b < end; ++b) {
       const int64_t r0 = b * rows_per_block, nr = std::min(rows_per_block, rows - r0);
       const int64_t m = nr * n, base = r0 * n;
@@ -374,11 +375,12 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
       for (; i + kWidth <= m; i += kWidth) store(buffer + i, load(gb + i) * load(yb + i));
       if (i < m) store_partial(buffer + i, load_partial(gb + i, m - i) * load_partial(yb + i, m - i), m - i);
       sum_spread_dispatch(buffer, nr, n, std::make_integer_sequence<int, kShortRow - 1>{});
-      store_run<kStream>(ob, m, [&](int64_t k, int64_t count) __attribute__((always_inline)) {
+      store_run(cursor, ob, m, [&](int64_t k, int64_t count) __attribute__((always_inline)) {
         if (count == kWidth) return load(yb + k) * (load(gb + k) - load(buffer + k));
         return load_partial(yb + k, count) * (load_partial(gb + k, count) - load_partial(buffer + k, count));
       });
     }
+    cursor.flush();
     if (kStream) stream_fence();
   });
 }
@@ -386,17 +388,17 @@ void short_rows(const T* g, const T* y, O* out, int64_t rows, int64_t n) {
 // Contiguous rows [begin, end) of n elements, n at least kShortRow and at most kRowChunk, on
 // the calling thread (the caller fences streamed stores).
 template <bool kStream, class T, class O>
-void rows_range(const T* g, const T* y, O* out, int64_t begin, int64_t end, int64_t n) {
+void rows_range(StreamCursor<kStream>& cursor, const T* g, const T* y, O* out, int64_t begin, int64_t end, int64_t n) {
   if constexpr (kSameLayout<T, O> && kRegisterRow > 0) {
-    if (n <= kRegisterRow) return register_rows<kStream>(g, y, out, begin, end, n);
+    if (n <= kRegisterRow) return register_rows(cursor, g, y, out, begin, end, n);
     if (n <= kHeadRegisterRow)
-      return head_register_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
+      return head_register_rows(cursor, g + begin * n, y + begin * n, out + begin * n, end - begin, n);
     if (std::is_same<T, half_t>::value && n <= kBufferedRow)
-      return buffered_rows<kStream>(g + begin * n, y + begin * n, out + begin * n, end - begin, n);
+      return buffered_rows(cursor, g + begin * n, y + begin * n, out + begin * n, end - begin, n);
   }
   for (int64_t r = begin; r < end; ++r) {
     const int64_t base = r * n;
-    write_row<kStream>(g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
+    write_row(cursor, g + base, y + base, out + base, n, dot_row(g + base, y + base, n));
   }
 }
 
@@ -406,7 +408,9 @@ void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials)
   if (flat_rows<T, O>(n)) return short_rows<kStream>(g, y, out, l.outer, n);
   if (l.row_chunks == 1) {
     parallel_for(l.outer, std::max<int64_t>(1, kRowGrainElems / n), [&](int64_t begin, int64_t end) {
-      rows_range<kStream>(g, y, out, begin, end, n);
+      StreamCursor<kStream> cursor;
+      rows_range(cursor, g, y, out, begin, end, n);
+      cursor.flush();
       if (kStream) stream_fence();
     });
     return;
@@ -424,20 +428,22 @@ void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials)
     for (int64_t k = 0; k < chunks; ++k) sum += partials[r * chunks + k];
     return sum;
   };
-  const auto chunk_write = [&](int64_t t, float sum) {
+  const auto chunk_write = [&](StreamCursor<kStream>& cursor, int64_t t, float sum) {
     const int64_t c = t % chunks, start = (t / chunks) * n + c * kRowChunk;
-    write_row<kStream>(g + start, y + start, out + start, std::min(kRowChunk, n - c * kRowChunk), sum);
+    write_row(cursor, g + start, y + start, out + start, std::min(kRowChunk, n - c * kRowChunk), sum);
   };
   if (l.outer >= kWholeRowTasks * num_threads()) {
     // Enough rows for every thread: a task per row, its chunk sums and then its writes, so the
     // write rereads the row from L2 rather than L3. In two passes over all rows (below),
     // [16, 50257] (GPT-2 logits) fp32 took 87 us, torch 71.
     parallel_for(l.outer, 1, [&](int64_t begin, int64_t end) {
+      StreamCursor<kStream> cursor;
       for (int64_t r = begin; r < end; ++r) {
         for (int64_t t = r * chunks; t < (r + 1) * chunks; ++t) chunk_sum(t);
         const float sum = row_sum(r);
-        for (int64_t t = r * chunks; t < (r + 1) * chunks; ++t) chunk_write(t, sum);
+        for (int64_t t = r * chunks; t < (r + 1) * chunks; ++t) chunk_write(cursor, t, sum);
       }
+      cursor.flush();
       if (kStream) stream_fence();
     });
     return;
@@ -452,7 +458,9 @@ void rows_path(const T* g, const T* y, O* out, const Layout& l, float* partials)
   // (65,536 chunks) took 3.7 ns an element on one thread instead of 0.34.
   for (int64_t r = 0; r < l.outer; ++r) partials[r * chunks] = row_sum(r);
   parallel_for(tasks, 2, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) chunk_write(t, partials[(t / chunks) * chunks]);
+    StreamCursor<kStream> cursor;
+    for (int64_t t = begin; t < end; ++t) chunk_write(cursor, t, partials[(t / chunks) * chunks]);
+    cursor.flush();
     if (kStream) stream_fence();
   });
 }
@@ -611,6 +619,7 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
       oy += idx[k] * sy[k];
       oo += idx[k] * so[k];
     }
+    StreamCursor<false> plain;
     for (int64_t r = begin; r < end; ++r) {
       const T* g = g0 + og;
       const T* y = y0 + oy;
@@ -622,10 +631,10 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
         alignas(64) O ob[kGather];
         gather_run(gb, g, n, dg);
         gather_run(yb, y, n, dy);
-        write_row<false>(gb, yb, ob, n, dot_row(gb, yb, n));
+        write_row(plain, gb, yb, ob, n, dot_row(gb, yb, n));
         scatter_run(out, ob, n, dout);
       } else if (unit) {
-        write_row<false>(g, y, out, n, strided_row_sum<T, O>(g, y, dg, dy, n));
+        write_row(plain, g, y, out, n, strided_row_sum<T, O>(g, y, dg, dy, n));
       } else {
         const float sum = strided_row_sum<T, O>(g, y, dg, dy, n);
         for (int64_t d = 0; d < n; ++d) put(out + d * dout, to_float(y[d * dy]) * (to_float(g[d * dg]) - sum));
@@ -645,29 +654,20 @@ void strided_path(const SoftmaxBackwardArgs& a, const Layout& l) {
   });
 }
 
-// Elements of the output runs the contiguous paths write one after another (for
-// stream_runs_fit): rows or row chunks, flat blocks of short rows, or a column tile's rows (of
-// `inner` elements when the tile spans them, which is the case that can keep every run on a
-// line).
-template <class T, class O>
-uint64_t run_elems(const Layout& l) {
-  if (l.inner > 1) return uint64_t(l.inner);
-  if (l.row_chunks > 1) return uint64_t(kRowChunk);
-  if (flat_rows<T, O>(l.size)) return uint64_t((kShortBlock / l.size) * l.size);
-  return uint64_t(l.size);
-}
-
 template <class T, class O>
 void run_typed(const SoftmaxBackwardArgs& a, const Layout& l, float* partials) {
   if (!l.contiguous && !l.slabs) return strided_path<T, O>(a, l);
   const T* g = a.gradOutput.ptr<const T>();
   const T* y = a.output.ptr<const T>();
   O* out = a.out.ptr<O>();
-  // Outputs of an op that overflows the last-level cache go out with streaming stores (slabs:
-  // when they keep the runs' line alignment).
+  // Outputs of an op that overflows the last-level cache go out with streaming stores: rows
+  // through a cursor per task (cursor_joins), a column tile's rows of `inner` elements when
+  // they fit stream_runs_fit (slabs: when they keep the runs' line alignment).
   const uint64_t bytes = uint64_t(l.outer * l.size * l.inner) * (2 * sizeof(T) + sizeof(O));
-  if (streams_worthwhile(bytes, 1) && stream_runs_fit(out, run_elems<T, O>(l) * sizeof(O)) &&
-      (l.contiguous || uint64_t(l.slab_stride[2]) * sizeof(O) % 64 == 0)) {
+  const bool fits = l.inner == 1 ? cursor_joins(out)
+                                 : stream_runs_fit(out, uint64_t(l.inner) * sizeof(O)) &&
+                                       (l.contiguous || uint64_t(l.slab_stride[2]) * sizeof(O) % 64 == 0);
+  if (streams_worthwhile(bytes, 1) && fits) {
     if (l.inner == 1) rows_path<true>(g, y, out, l, partials);
     else columns_path<true>(g, y, out, l);
   } else {
@@ -688,7 +688,8 @@ void run_staged_rows(const Layout& l, const Staging& st) {
     const T* g = task.in<const T>(kG);
     const T* y = task.in<const T>(kY);
     O* out = task.out<O>(kO);
-    if (l.inner == 1) rows_range<false>(g, y, out, 0, task.count / l.size, l.size);
+    StreamCursor<false> plain;
+    if (l.inner == 1) rows_range(plain, g, y, out, 0, task.count / l.size, l.size);
     else slabs_range<false>(g, y, out, task.count / (l.size * l.inner), l.size, l.inner);
   });
 }
