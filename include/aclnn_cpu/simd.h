@@ -923,91 +923,133 @@ class StreamCursor {
 #endif
 
  public:
+  // The cursor's state as a value: a loop that copies it into a local (lines()), puts through
+  // that and hands it back (resume()) keeps it in registers. Through the cursor itself, every
+  // streaming store may alias its members, so they are stored and reloaded around each one.
+  class Lines {
+   public:
+    template <class T>
+    ACLNN_ALWAYS_INLINE void put(T* p, VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+      if constexpr (kJoins && kLineStreams<T>) return line(p, (__m512i)v);
+#endif
+      store(p, v);
+    }
+
+    template <class T>
+    ACLNN_ALWAYS_INLINE void put_pair(T* p, Pair v) {
+#if ACLNN_ISA_LEVEL == 2
+      if constexpr (kJoins && kLinePairStreams<T>) {
+        if constexpr (kSplitPair<T>) {
+          return line(p, (__m512i)detail::bf16_pair_bits(v));
+        } else if constexpr (std::is_same<T, half_t>::value) {
+          const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          return line(p, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        } else {
+          line(p, (__m512i)v.a);
+          return line(p + kWidth, (__m512i)v.b);
+        }
+      }
+#endif
+      store_pair(p, v);
+    }
+
+    // A partial vector (n < kWidth elements): a plain store, which ends the run.
+    template <class T>
+    ACLNN_ALWAYS_INLINE void put_partial(T* p, VecF v, int64_t n) {
+      store_partial(p, v, n);
+    }
+
+    // No run open: the next vector at a line streams as it is.
+    bool idle() const {
+#if ACLNN_ISA_LEVEL == 2
+      return next_ == nullptr;
+#else
+      return true;
+#endif
+    }
+
+    void flush() {
+#if ACLNN_ISA_LEVEL == 2
+      if constexpr (kJoins) {
+        if (next_ == nullptr) return;
+        const unsigned tail = unsigned(reinterpret_cast<std::uintptr_t>(next_) & 63) / 4;  // dwords in the last line
+        _mm512_mask_storeu_epi32(next_ - 64, __mmask16(0xffffu << (16 - tail)), pending_);
+        next_ = nullptr;
+      }
+#endif
+    }
+
+#if ACLNN_ISA_LEVEL == 2
+   private:
+    // The 64 bytes `bits` belong at p.
+    ACLNN_ALWAYS_INLINE void line(void* to, __m512i bits) {
+      char* p = static_cast<char*>(to);
+      if (p == next_) {  // the run goes on: the line ending inside this vector is now whole
+        const std::uintptr_t into = reinterpret_cast<std::uintptr_t>(p) & 63;
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(p - into), _mm512_permutex2var_epi32(pending_, select_, bits));
+        pending_ = bits;
+        next_ = p + 64;
+      } else if ((reinterpret_cast<std::uintptr_t>(p) & 63) == 0 && next_ == nullptr) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
+      } else {
+        *this = started(*this, p, bits);  // by value: the state's address does not escape
+      }
+    }
+
+    // A jump: ends the open run and starts one at p (or streams p's line when p is on one).
+    __attribute__((noinline)) static Lines started(Lines s, char* p, __m512i bits) {
+      s.flush();
+      const unsigned into = unsigned(reinterpret_cast<std::uintptr_t>(p) & 63);
+      if (into == 0) {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
+        return s;
+      }
+      if (into % 4 != 0) {  // 16-bit data at an odd offset
+        _mm512_storeu_si512(p, bits);
+        return s;
+      }
+      const unsigned tail = into / 4;  // dwords of each vector that fall into the next line
+      _mm512_mask_storeu_epi32(p, __mmask16((1u << (16 - tail)) - 1), bits);
+      // Lane j of a joined line: dword 16 - tail + j of the previous vector (j < tail), else
+      // dword j - tail of the new one (selector bit 4 picks the second operand).
+      s.select_ = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                   _mm512_set1_epi32(int(16 - tail)));
+      s.pending_ = bits;
+      s.next_ = p + 64;
+      return s;
+    }
+
+    char* next_ = nullptr;  // where the open run's next vector goes; null when none is open
+    __m512i pending_;       // the open run's last vector (its last `tail` dwords not yet stored)
+    __m512i select_;
+#endif
+  };
+
   StreamCursor() = default;
   StreamCursor(const StreamCursor&) = delete;
   StreamCursor& operator=(const StreamCursor&) = delete;
 
   template <class T>
   ACLNN_ALWAYS_INLINE void put(T* p, VecF v) {
-#if ACLNN_ISA_LEVEL == 2
-    if constexpr (kJoins && kLineStreams<T>) return line(p, (__m512i)v);
-#endif
-    store(p, v);
+    lines_.put(p, v);
   }
-
   template <class T>
   ACLNN_ALWAYS_INLINE void put_pair(T* p, Pair v) {
-#if ACLNN_ISA_LEVEL == 2
-    if constexpr (kJoins && kLinePairStreams<T>) {
-      if constexpr (kSplitPair<T>) {
-        return line(p, (__m512i)detail::bf16_pair_bits(v));
-      } else if constexpr (std::is_same<T, half_t>::value) {
-        const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        return line(p, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
-      } else {
-        line(p, (__m512i)v.a);
-        return line(p + kWidth, (__m512i)v.b);
-      }
-    }
-#endif
-    store_pair(p, v);
+    lines_.put_pair(p, v);
   }
-
-  // A partial vector (n < kWidth elements): a plain store, which ends the run.
   template <class T>
   ACLNN_ALWAYS_INLINE void put_partial(T* p, VecF v, int64_t n) {
-    store_partial(p, v, n);
+    lines_.put_partial(p, v, n);
   }
+  void flush() { lines_.flush(); }
 
-  void flush() {
-#if ACLNN_ISA_LEVEL == 2
-    if constexpr (kJoins) {
-      if (next_ == nullptr) return;
-      const unsigned tail = unsigned(reinterpret_cast<std::uintptr_t>(next_) & 63) / 4;  // dwords in the last line
-      _mm512_mask_storeu_epi32(next_ - 64, __mmask16(0xffffu << (16 - tail)), pending_);
-      next_ = nullptr;
-    }
-#endif
-  }
+  Lines lines() const { return lines_; }
+  void resume(const Lines& lines) { lines_ = lines; }
 
-#if ACLNN_ISA_LEVEL == 2
  private:
-  // The 64 bytes `bits` belong at p.
-  ACLNN_ALWAYS_INLINE void line(void* to, __m512i bits) {
-    char* p = static_cast<char*>(to);
-    if (p == next_) {  // the run goes on: the line ending inside this vector is now whole
-      const std::uintptr_t into = reinterpret_cast<std::uintptr_t>(p) & 63;
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p - into), _mm512_permutex2var_epi32(pending_, select_, bits));
-      pending_ = bits;
-      next_ = p + 64;
-    } else if ((reinterpret_cast<std::uintptr_t>(p) & 63) == 0 && next_ == nullptr) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
-    } else {
-      start(p, bits);
-    }
-  }
-
-  // A jump: ends the open run and starts one at p (or streams p's line when p is on one).
-  __attribute__((noinline)) void start(char* p, __m512i bits) {
-    flush();
-    const unsigned into = unsigned(reinterpret_cast<std::uintptr_t>(p) & 63);
-    if (into == 0) return _mm512_stream_si512(reinterpret_cast<__m512i*>(p), bits);
-    if (into % 4 != 0) return _mm512_storeu_si512(p, bits);  // 16-bit data at an odd offset
-    const unsigned tail = into / 4;  // dwords of each vector that fall into the next line
-    _mm512_mask_storeu_epi32(p, __mmask16((1u << (16 - tail)) - 1), bits);
-    // Lane j of a joined line: dword 16 - tail + j of the previous vector (j < tail), else
-    // dword j - tail of the new one (selector bit 4 picks the second operand).
-    select_ = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                               _mm512_set1_epi32(int(16 - tail)));
-    pending_ = bits;
-    next_ = p + 64;
-  }
-
-  char* next_ = nullptr;  // where the open run's next vector goes; null when none is open
-  __m512i pending_;       // the open run's last vector (its last `tail` dwords not yet stored)
-  __m512i select_;
-#endif
+  Lines lines_;
 };
 
 // Whether a StreamCursor joins the 64-byte vectors of an output at `out` into whole lines: its
@@ -1019,23 +1061,30 @@ inline bool cursor_joins(const T* out) {
 }
 
 // store_run through a cursor: full vectors put in order (joined into lines when the cursor
-// streams), the partial tail stored plainly. The same values as store_run.
+// streams), the partial tail stored plainly; the same values as store_run. A run that starts
+// on a line with no run open is store_run<kStream> itself.
 template <bool kStream, class T, class Value>
 ACLNN_ALWAYS_INLINE void store_run(StreamCursor<kStream>& cursor, T* out, int64_t n, Value&& value) {
+  auto lines = cursor.lines();
+  if (lines.idle() && stream_aligned(out)) return store_run<kStream>(out, n, value);
   const auto full = [&](int64_t i) { return value(i, int64_t(kWidth)); };
   const int64_t i = pipelined(int64_t(0), n, kWidth, full,
-                              [&](int64_t j, VecF v) __attribute__((always_inline)) { cursor.put(out + j, v); });
-  if (i < n) cursor.put_partial(out + i, value(i, n - i), n - i);
+                              [&](int64_t j, VecF v) __attribute__((always_inline)) { lines.put(out + j, v); });
+  if (i < n) lines.put_partial(out + i, value(i, n - i), n - i);
+  cursor.resume(lines);
 }
 
 // store_run_pairs through a cursor: pairs, then single vectors, then the partial tail.
 template <bool kStream, class T, class PairValue, class Value>
 ACLNN_ALWAYS_INLINE void store_run_pairs(StreamCursor<kStream>& cursor, T* out, int64_t n, PairValue&& pair,
                                          Value&& value) {
+  auto lines = cursor.lines();
+  if (lines.idle() && aligned_to<kPairStreamAlign<T>>(out)) return store_run_pairs<kStream>(out, n, pair, value);
   int64_t i = pipelined(int64_t(0), n, 2 * kWidth, pair,
-                        [&](int64_t j, Pair v) __attribute__((always_inline)) { cursor.put_pair(out + j, v); });
-  for (; i + kWidth <= n; i += kWidth) cursor.put(out + i, value(i, int64_t(kWidth)));
-  if (i < n) cursor.put_partial(out + i, value(i, n - i), n - i);
+                        [&](int64_t j, Pair v) __attribute__((always_inline)) { lines.put_pair(out + j, v); });
+  for (; i + kWidth <= n; i += kWidth) lines.put(out + i, value(i, int64_t(kWidth)));
+  if (i < n) lines.put_partial(out + i, value(i, n - i), n - i);
+  cursor.resume(lines);
 }
 
 // ---------------------------------------------------------------------------------------------
