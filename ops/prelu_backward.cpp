@@ -210,8 +210,8 @@ inline void for_runs(const Layout& l, int64_t j0, int64_t j1, Run&& run) {
 // cut into rows by its layout (a slice along the last dim, rows reversed in memory, a gradInput
 // view of its own) gives the bits of the contiguous call, whose plane is one run from lane 0.
 template <bool kStream, class T>
-inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64_t len, float w, int lane,
-                        VecF& acc) {
+inline void channel_run(StreamCursor<kStream>& cursor, const T* go, const T* x, T* gi, const int64_t* st,
+                        int64_t len, float w, int lane, VecF& acc) {
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
     const VecF wv = set1(w);
     int64_t i = 0;
@@ -219,7 +219,7 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
       const int64_t n = std::min<int64_t>(len, kWidth - lane);
       const VecF xv = load_partial(x, n), gv = load_partial(go, n);  // zero lanes add 0
       const Mask positive = cmp_gt(xv, zero());
-      store_partial(gi, select(positive, gv, gv * wv), n);
+      cursor.put_partial(gi, select(positive, gv, gv * wv), n);
       acc = acc + rotate_lanes_up(select(positive, zero(), xv * gv), lane);
       i = n;
     }
@@ -228,6 +228,7 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
     // summed, in order) two pairs before its store (simd::pipelined: loads must not wait on
     // the stores they alias modulo 4096).
     VecF sum = acc;  // a local, so it can stay in a register across the stores
+    auto lines = cursor.lines();  // likewise the cursor's state
     const auto pair = [&](int64_t j) __attribute__((always_inline)) {
       const Pair xv = load_pair(x + j), gv = load_pair(go + j);
       const Mask pa = cmp_gt(xv.a, zero()), pb = cmp_gt(xv.b, zero());
@@ -236,21 +237,22 @@ inline void channel_run(const T* go, const T* x, T* gi, const int64_t* st, int64
       return Pair{select(pa, gv.a, gv.a * wv), select(pb, gv.b, gv.b * wv)};
     };
     i = pipelined(i, len, 2 * kWidth, pair,
-                  [&](int64_t j, Pair v) __attribute__((always_inline)) { store_or_stream_pair<kStream>(gi + j, v); });
+                  [&](int64_t j, Pair v) __attribute__((always_inline)) { lines.put_pair(gi + j, v); });
     acc = sum;
     for (; i + kWidth <= len; i += kWidth) {
       const VecF xv = load(x + i), gv = load(go + i);
       const Mask positive = cmp_gt(xv, zero());
-      store_or_stream<kStream>(gi + i, select(positive, gv, gv * wv));
+      lines.put(gi + i, select(positive, gv, gv * wv));
       acc = acc + select(positive, zero(), xv * gv);
     }
     if (i < len) {
       const int64_t n = len - i;
       const VecF xv = load_partial(x + i, n), gv = load_partial(go + i, n);  // zero lanes add 0
       const Mask positive = cmp_gt(xv, zero());
-      store_partial(gi + i, select(positive, gv, gv * wv), n);
+      lines.put_partial(gi + i, select(positive, gv, gv * wv), n);
       acc = acc + select(positive, zero(), xv * gv);
     }
+    cursor.resume(lines);
     return;
   }
   alignas(64) float lanes[kWidth];  // the same lanes, element by element
@@ -457,6 +459,7 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
     const int64_t tasks = l.N * l.C * chunks;
     const int64_t task_elems = std::min(kPlaneChunk, l.HxW);
     parallel_for(tasks, std::max<int64_t>(1, kGrainElems / task_elems), [&](int64_t begin, int64_t end) {
+      StreamCursor<kStream> cursor;
       for (int64_t t = begin; t < end; ++t) {
         const int64_t plane = t / chunks, k = t % chunks;
         const int64_t n = plane / l.C, c = plane % l.C;
@@ -469,10 +472,11 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
         VecF acc = zero();
         for_runs(l, j0, j1, [&](int64_t j, const int64_t* off, int64_t len) {
           const int lane = int((j - j0) % kWidth);
-          channel_run<kStream>(go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, lane, acc);
+          channel_run(cursor, go + off[kGo], x + off[kX], gi + off[kGi], run_stride, len, w, lane, acc);
         });
         partials[t] = reduce_add(acc);
       }
+      cursor.flush();
       if (kStream) stream_fence();
     });
   } else if (numel > 0) {
@@ -607,15 +611,17 @@ void run_staged_planes(const PreluBackwardArgs& a, const Layout& l, const Stagin
     const T* x = task.in<const T>(kX);
     T* gi = task.out<T>(kGi);
     const int64_t p0 = task.first / HxW, p1 = p0 + task.count / HxW;
+    StreamCursor<kStream> cursor;
     for (int64_t p = p0; p < p1; ++p) {
       const float w = weight_at<T>(a.weight, p % l.C);
       for (int64_t k = 0; k < chunks; ++k) {
         const int64_t at = (p - p0) * HxW + k * kPlaneChunk, len = std::min(kPlaneChunk, HxW - k * kPlaneChunk);
         VecF acc = zero();
-        channel_run<kStream>(go + at, x + at, gi + at, unit, len, w, 0, acc);
+        channel_run(cursor, go + at, x + at, gi + at, unit, len, w, 0, acc);
         partials[p * chunks + k] = reduce_add(acc);
       }
     }
+    cursor.flush();
     if (kStream) stream_fence();
   });
   combine_grad_weight<T>(a, l, partials);
@@ -727,6 +733,10 @@ bool streams(const PreluBackwardArgs& a, const Layout& l) {
   // Runs start at multiples of run_bytes within a row, rows at multiples of the row stride.
   const uint64_t row_bytes = uint64_t(std::abs(l.row_stride[kGi])) * sizeof(T);
   const uint64_t start_step = l.N == 1 ? run_bytes : std::gcd(run_bytes, row_bytes);
+  // Planes back to back go through one cursor a task (channel_run), which joins them into
+  // lines wherever gradInput starts.
+  const bool back_to_back = l.N == 1 || row_bytes == uint64_t(l.W) * sizeof(T);
+  if (l.channel_runs && back_to_back && cursor_joins(a.gradInput.ptr<T>())) return true;
   return stream_runs_fit(a.gradInput.ptr<T>(), run_bytes, start_step);
 }
 
