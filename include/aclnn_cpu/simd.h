@@ -744,7 +744,9 @@ inline bool streams_worthwhile(uint64_t bytes, uint64_t multiple) {
 }
 
 // Whether an output written run by run (rows, planes: `run_bytes` each from `out`, their
-// starts `start_step` bytes apart or multiples of it; back to back by default) should stream.
+// starts `start_step` bytes apart or multiples of it; back to back by default) should stream,
+// for kernels that stream run by run (store_run<kStream>); runs put through one StreamCursor
+// back to back are joined into lines and need only cursor_joins(out).
 // When its runs do not start on a line, each run's first and last lines get plain (partly
 // masked) stores beside the streamed ones, and for 16-bit data that measured
 // slower than not streaming at all unless the runs are long. Softmax [64, 512, 512], 1 KiB
