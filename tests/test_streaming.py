@@ -4,8 +4,10 @@ Every streaming op (PReLU, GroupNorm, Softmax; GridSampler2D for its inputGrad) 
 output when its traffic exceeds the last-level cache. `_config.set_llc_bytes(1)` makes every
 call count as "too big", so the streaming code runs on small data, on every ISA level, for
 every kernel path, with outputs starting on a 64-byte line and one element past it (the
-head-peeling case). The streamed result must be bitwise equal to the plain one, which the per-op
-tests check against float64 references.
+head-peeling case; 16-bit data there is 2 bytes off, which the streaming cursor cannot join),
+and for PReLU and Softmax eight elements past it (joined into lines by the cursor). The
+streamed result must be bitwise equal to the plain one, which the per-op tests check against
+float64 references.
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ PRELU_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 100, 5, 5), (9, 130, 3, 7), (8,
 
 @pytest.mark.parametrize("shape", PRELU_SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("misalign", [0, 1])
+@pytest.mark.parametrize("misalign", [0, 1, 8])
 def test_prelu_streamed_equals_plain(isa, llc, shape, dtype, misalign):
     rng = np.random.default_rng(sum(shape))
     x = rng.standard_normal(shape).astype(dtype)
@@ -121,15 +123,17 @@ def test_group_norm_streamed_equals_plain(isa, llc, case, dtype, misalign):
     assert_same_bits(*plain_and_streamed(llc, call))
 
 
-# Softmax: rows of every length class (short flat blocks, whole rows, rows in chunks with
-# workspace partials) and the column kernels for dims that are not last.
+# Softmax: rows of every length class (short flat blocks, register rows and head register rows
+# of the backward, whole rows, rows in chunks with workspace partials) and the column kernels
+# for dims that are not last. Outputs on a line, one element past it, and 8 past it (for 16-bit
+# data NumPy's 16 bytes, where the streaming cursor joins rows into lines), forward and backward.
 SOFTMAX_CASES = [((50, 20), -1), ((16, 1000), -1), ((2, 40000), -1), ((6, 129), -1), ((8, 64, 300), 1),
-                 ((3, 40, 17), 1), ((700, 33), 0)]
+                 ((3, 40, 17), 1), ((700, 33), 0), ((6, 256), -1), ((9, 200), -1), ((7, 100), -1)]
 
 
 @pytest.mark.parametrize("case", SOFTMAX_CASES, ids=str)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("misalign", [0, 1])
+@pytest.mark.parametrize("misalign", [0, 1, 8])
 def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
     shape, dim = case
     rng = np.random.default_rng(sum(shape))
@@ -137,7 +141,8 @@ def test_softmax_streamed_equals_plain(isa, llc, case, dtype, misalign):
     y = rng.random(shape).astype(dtype)
 
     def call():
-        return (ac.softmax_backward(g, y, dim, out=output_buffer(shape, dtype, misalign)),)
+        return (ac.softmax_backward(g, y, dim, out=output_buffer(shape, dtype, misalign)),
+                ac.softmax(g, dim, out=output_buffer(shape, dtype, misalign)))
 
     assert_same_bits(*plain_and_streamed(llc, call))
 
