@@ -1024,8 +1024,8 @@ class StreamCursor {
     }
 
     char* next_ = nullptr;  // where the open run's next vector goes; null when none is open
-    __m512i pending_;       // the open run's last vector (its last `tail` dwords not yet stored)
-    __m512i select_;
+    __m512i pending_ = _mm512_setzero_si512();  // the open run's last vector (its last `tail` dwords not yet stored)
+    __m512i select_ = _mm512_setzero_si512();   // (zeroed, so that copies of an idle cursor copy defined values)
 #endif
   };
 
