@@ -1,15 +1,19 @@
 """Benchmark suite: aclnn_cpu against PyTorch CPU and against a parallel copy of the same bytes.
 
 Run it as ``python -m aclnn_cpu bench [options]`` (or ``python benchmarks/run.py``). For every
-case (op, shape, dtype, thread count) it times three things in alternation, round after round:
+case (op, shape, dtype, thread count) it times these in alternation, round after round:
 
-* ours: the functional API with preallocated outputs (``out=``),
+* ours: the functional API writing into outputs from ``aclnn_cpu.empty_aligned`` (``out=``),
+* ours_npempty: the same call with ``out=`` arrays from plain ``np.empty``, as users make them
+  (NumPy puts big arrays 16 bytes past a cache line),
+* ours_alloc: the functional call that allocates its outputs,
 * torch: the aten op torch_npu maps to the same aclnn call (torch allocates its outputs),
 * copy: a parallel copy that reads + writes as many bytes as the op must read + write.
 
 Each sample runs an adaptive number of calls so that it lasts at least ``--min-time``; the report
-gives medians over the rounds, the speed-up torch/ours, the bandwidth achieved as a fraction of
-the copy's, and pass/miss against the targets of docs/performance.md. torch is optional.
+gives medians over the rounds, the speed-ups torch/ours of each way of calling, the bandwidth
+achieved as a fraction of the copy's, and pass/miss against the targets of docs/performance.md.
+torch is optional.
 
 The ops, their cases, inputs, PyTorch calls and targets come from the `benchmark` section of
 each op's registry entry (registry/README.md, "Benchmark"; aclnn_cpu/bench_cases.py).
@@ -46,13 +50,18 @@ DTYPE_ALIASES = {"float32": "float32", "fp32": "float32", "f32": "float32", "flo
 
 DEFAULT_ROUNDS = 7
 DEFAULT_MIN_TIME = 0.020  # seconds per sample
-OUTPUT_POLICY = ("ours: outputs preallocated on a 64-byte line (aclnn_cpu.empty_aligned), passed with out=; "
+OUTPUT_POLICY = ("ours: out= arrays from aclnn_cpu.empty_aligned (the first on a 64-byte line); "
+                 "np.empty: the same call with out= arrays from np.empty, as users make them (in brackets: "
+                 "how many bytes past a 64-byte line NumPy put the first); "
+                 "alloc: the functional call, which allocates its outputs; "
                  "torch: allocates its outputs each call (its allocator aligns to 64 bytes)")
-ALLOC_POLICY = "ours and torch both allocate their outputs on every call"
-
-
-def output_policy(allocate: bool) -> str:
-    return ALLOC_POLICY if allocate else OUTPUT_POLICY
+# The three ways of calling ours, timed side by side in every row, with the names of their
+# speed-ups over torch and of their time over the aligned out= call's.
+VARIANTS = ("ours", "ours_npempty", "ours_alloc")
+SPEEDUP_FIELD = {"ours": "speedup", "ours_npempty": "speedup_npempty", "ours_alloc": "speedup_alloc"}
+VS_ALIGNED_FIELD = {"ours_npempty": "npempty_vs_aligned", "ours_alloc": "alloc_vs_aligned"}
+VARIANT_LABEL = {"ours": "aligned out=", "ours_npempty": "np.empty", "ours_alloc": "alloc"}
+NPEMPTY_LIMIT = 1.1  # np.empty out= arrays: at most this times the aligned call's time
 
 
 # ----------------------------------------------------------------------------------------------
@@ -61,13 +70,15 @@ def output_policy(allocate: bool) -> str:
 @dataclass
 class Prepared:
     """One case at one dtype: callables for both sides and the bytes the op must move."""
-    ours: Callable[[], object]  # writes into preallocated outputs (out=)
+    ours: Callable[[], object]  # out= arrays from aclnn_cpu.empty_aligned
+    ours_npempty: Callable[[], object]  # out= arrays from np.empty, as users make them
+    ours_alloc: Callable[[], object]  # allocates its outputs, as torch does
     torch: Optional[Callable[[], object]]
     ours_outputs: Callable[[], List[np.ndarray]]
+    npempty_outputs: Callable[[], List[np.ndarray]]
     torch_outputs: Optional[Callable[[], List[object]]]
     bytes_moved: int
     elements: int
-    ours_alloc: Optional[Callable[[], object]] = None  # allocates its outputs, as torch does
     batch: int = 1  # first dim of the first input
 
 
@@ -75,18 +86,34 @@ def _out_argument(outs: List[Optional[np.ndarray]]):
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def line_offsets(arrays: Sequence[Optional[np.ndarray]]) -> List[Optional[int]]:
+    """Where each array's data starts within its 64-byte cache line (None for an absent one)."""
+    return [None if a is None else a.ctypes.data % 64 for a in arrays]
+
+
+def same_bits(ours: Sequence[Optional[np.ndarray]], theirs: Sequence[Optional[np.ndarray]]) -> bool:
+    """Whether two calls' outputs hold the same values bit for bit (NaN payloads included)."""
+    return len(ours) == len(theirs) and all(
+        (a is None and b is None) or (a is not None and b is not None and a.shape == b.shape
+                                      and a.dtype == b.dtype and a.tobytes() == b.tobytes())
+        for a, b in zip(ours, theirs))
+
+
 def prepare(case: Case, dtype: str, ac, torch, rng) -> Prepared:
-    """Inputs as the op's benchmark section makes them; ours writes into outputs allocated once
-    (the first on a 64-byte line), torch allocates its own (as it does)."""
+    """Inputs as the op's benchmark section makes them; ours writes into outputs allocated once,
+    by aclnn_cpu.empty_aligned (the first on a 64-byte line) or by np.empty, or allocates its
+    outputs; torch allocates its own (as it does)."""
     call = generate(BY_NAME[case.op], case.params, dtype, rng)
-    outs = call.allocate(ac.empty_aligned)
-    fn, args, out = getattr(ac, call.op["python"]), call.python_args(), _out_argument(outs)
+    outs, user_outs = call.allocate(ac.empty_aligned), call.allocate()
+    fn, args = getattr(ac, call.op["python"]), call.python_args()
+    out, user_out = _out_argument(outs), _out_argument(user_outs)
     torch_fn = peer_callable(call, torch, dtype)
     torch_out = None if torch_fn is None else (lambda: peer_outputs(torch_fn()))
     first = next(a for a in call.inputs.values() if a is not None)
-    return Prepared(lambda: fn(*args, out=out), torch_fn, lambda: list(outs), torch_out,
+    return Prepared(lambda: fn(*args, out=out), lambda: fn(*args, out=user_out), lambda: fn(*args), torch_fn,
+                    lambda: list(outs), lambda: list(user_outs), torch_out,
                     moved_elements(call, outs) * np_dtype(dtype).itemsize, first.size,
-                    lambda: fn(*args), int(first.shape[0]) if first.ndim else 1)
+                    int(first.shape[0]) if first.ndim else 1)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -278,23 +305,23 @@ ISOLATION_ATTEMPTS = 3
 
 
 def child_command(suite: str, case: Case, dtype: str, threads: int, rounds: int, min_time: float,
-                  allocate: bool, json_path: str) -> List[str]:
+                  json_path: str) -> List[str]:
     """The command that times one job alone in a fresh process and writes its report as JSON."""
     cmd = [sys.executable, "-m", "aclnn_cpu", "bench", "--suite", suite, "--ops", case.op, "--case", case.label,
            "--dtypes", dtype, "--threads", str(threads), "--rounds", str(rounds), "--min-time",
            repr(min_time), "--no-overhead", "--no-progress", "--isolate", "never", "--json", json_path]
-    return cmd + (["--alloc"] if allocate else [])
+    return cmd
 
 
 def run_case_isolated(suite: str, case: Case, dtype: str, threads: int, ac, rounds: int, min_time: float,
-                      cache_bytes: int, allocate: bool = False) -> Dict:
+                      cache_bytes: int) -> Dict:
     """run_case in a child process, retried when the child dies; if every attempt dies, ours and
     the copy are timed here without torch and the row says why torch is missing."""
     failures = []
     for _ in range(ISOLATION_ATTEMPTS):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "job.json")
-            cmd = child_command(suite, case, dtype, threads, rounds, min_time, allocate, path)
+            cmd = child_command(suite, case, dtype, threads, rounds, min_time, path)
             try:
                 proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
             except subprocess.TimeoutExpired:
@@ -309,31 +336,41 @@ def run_case_isolated(suite: str, case: Case, dtype: str, threads: int, ac, roun
                     return row
             lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
             failures.append(f"exit {proc.returncode}" + (f": {lines[-1]}" if lines else ""))
-    row = run_case(case, dtype, threads, ac, None, rounds, min_time, cache_bytes, allocate)
+    row = run_case(case, dtype, threads, ac, None, rounds, min_time, cache_bytes)
     row["torch_error"] = f"torch's call crashed its process {len(failures)} times ({'; '.join(failures)})"
     row["isolated"] = {"attempts": len(failures), "failures": failures}
     return row
 
 
 def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_time: float,
-             cache_bytes: int, allocate: bool = False) -> Dict:
+             cache_bytes: int) -> Dict:
     """Time one case at one dtype and thread count; returns the result row (errors included)."""
     rng = np.random.default_rng(20240611)
     row = {"op": case.op, "case": case.label, "shape": case.describe(), "params": dict(case.params),
-           "dtype": dtype, "threads": threads, "batch": None, "ours_ms": None,
-           "torch_ms": None, "copy_ms": None, "speedup": None, "copy_fraction": None,
-           "copy_speedup": None}
+           "dtype": dtype, "threads": threads, "batch": None, "ours_ms": None, "ours_npempty_ms": None,
+           "ours_alloc_ms": None, "torch_ms": None, "copy_ms": None, "speedup": None, "speedup_npempty": None,
+           "speedup_alloc": None, "npempty_vs_aligned": None, "alloc_vs_aligned": None,
+           "copy_fraction": None, "copy_speedup": None}
     prepared = prepare(case, dtype, ac, torch, rng)
     row.update(batch=prepared.batch, bytes_moved=prepared.bytes_moved, elements=prepared.elements,
                working_set_bytes=prepared.bytes_moved,
-               larger_than_cache=prepared.bytes_moved > cache_bytes)
+               larger_than_cache=prepared.bytes_moved > cache_bytes,
+               npempty_offset=line_offsets(prepared.npempty_outputs()))
     fns = {}
-    ours = prepared.ours_alloc if allocate else prepared.ours
-    try:
-        ours()
-        fns["ours"] = ours
-    except Exception as exc:
-        row["ours_error"] = f"{type(exc).__name__}: {exc}"
+    results = {}
+    for name in VARIANTS:
+        try:
+            results[name] = getattr(prepared, name)()
+            fns[name] = getattr(prepared, name)
+        except Exception as exc:
+            row[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+    if len(results) > 1:
+        # The three ways of calling compute the same bits: the out= calls in their own arrays,
+        # the allocating call in the arrays it returns.
+        written = {"ours": prepared.ours_outputs(), "ours_npempty": prepared.npempty_outputs(),
+                   "ours_alloc": peer_outputs(results.get("ours_alloc"))}
+        first, *others = [written[name] for name in results]
+        row["outputs_identical"] = all(same_bits(first, other) for other in others)
     if torch is None:
         row["torch_error"] = "torch not installed"
     else:
@@ -346,8 +383,7 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
         # The fp32 twin of the case, timed in the same rounds: the "<= fp32 per element" target
         # compares samples taken side by side rather than two rows timed minutes apart, between
         # which this shared machine's speed drifts by more than the effect being judged.
-        twin = prepare(case, "float32", ac, None, np.random.default_rng(20240611))
-        fns["ours_fp32"] = twin.ours_alloc if allocate else twin.ours
+        fns["ours_fp32"] = prepare(case, "float32", ac, None, np.random.default_rng(20240611)).ours
     copier = ParallelCopy(prepared.bytes_moved, threads, torch)
     fns["copy"] = copier.run
     row["copy_method"] = copier.method
@@ -360,21 +396,26 @@ def run_case(case: Case, dtype: str, threads: int, ac, torch, rounds: int, min_t
         row[f"{name}_min_ms"] = t["min"] * 1e3
         row[f"{name}_loops"] = t["loops"]
         row[f"{name}_samples_ms"] = [s * 1e3 for s in t["samples"]]
+    # Ratios are taken round by round, then the median: the samples of one round sit next to each
+    # other in time, so a slow spell of this shared machine (it comes and goes within a run)
+    # slows both sides of a ratio instead of one side of a median.
+    samples = {name: t["samples"] for name, t in timing.items()}
     if row["ours_ms"]:
         row["ours_gbps"] = prepared.bytes_moved / (row["ours_ms"] * 1e-3) / 1e9
         row["ours_ns_per_element"] = row["ours_ms"] * 1e6 / max(prepared.elements, 1)
-        # Ratios are taken round by round, then the median: the samples of one round sit next
-        # to each other in time, so a slow spell of this shared machine (it comes and goes
-        # within a run) slows both sides of a ratio instead of one side of a median.
-        row["copy_fraction"] = _median_ratio(timing["copy"]["samples"], timing["ours"]["samples"])
-        if row["torch_ms"]:
-            row["speedup"] = _median_ratio(timing["torch"]["samples"], timing["ours"]["samples"])
-        if "ours_fp32" in timing:
-            row["per_element_vs_fp32"] = _median_ratio(timing["ours"]["samples"], timing["ours_fp32"]["samples"])
+        row["copy_fraction"] = _median_ratio(samples["copy"], samples["ours"])
+        for name, field in VS_ALIGNED_FIELD.items():
+            if name in samples:
+                row[field] = _median_ratio(samples[name], samples["ours"])
+        if "ours_fp32" in samples:
+            row["per_element_vs_fp32"] = _median_ratio(samples["ours"], samples["ours_fp32"])
     if row["torch_ms"]:
+        for name, field in SPEEDUP_FIELD.items():
+            if name in samples:
+                row[field] = _median_ratio(samples["torch"], samples[name])
         # torch's time over the copy's: the speed-up an op running at copy bandwidth would have.
         # A speed-up target above it asks for more than moving the op's bytes at copy speed.
-        row["copy_speedup"] = _median_ratio(timing["torch"]["samples"], timing["copy"]["samples"])
+        row["copy_speedup"] = _median_ratio(samples["torch"], samples["copy"])
     row["copy_gbps"] = prepared.bytes_moved / (row["copy_ms"] * 1e-3) / 1e9
     if "ours" in fns and "torch" in fns:
         try:
@@ -467,6 +508,17 @@ def evaluate_targets(rows: List[Dict]) -> None:
             # Same element count as the fp32 twin, so the time ratio is the per-element ratio.
             targets.append({"name": "per_element_vs_fp32", "goal": 1.0, "value": ratio,
                             "pass": ratio <= 1.0, "text": f"<=fp32 ({ratio:.2f}x)"})
+        for name in ("ours_npempty", "ours_alloc"):
+            # The calls users write, never slower than torch (the aligned call's own speed-up
+            # target above is at least 1x).
+            field, value = SPEEDUP_FIELD[name], r.get(SPEEDUP_FIELD[name])
+            if value is not None:
+                targets.append({"name": field, "goal": 1.0, "value": value, "pass": value >= 1.0,
+                                "text": f">=1x {VARIANT_LABEL[name]} ({value:.2f}x)"})
+        ratio = r.get("npempty_vs_aligned")  # np.empty out= over aligned out=, paired by round
+        if ratio is not None:
+            targets.append({"name": "npempty_vs_aligned", "goal": NPEMPTY_LIMIT, "value": ratio,
+                            "pass": ratio <= NPEMPTY_LIMIT, "text": f"np.empty<={NPEMPTY_LIMIT:g}x aligned ({ratio:.2f}x)"})
         r["targets"] = targets
 
 
@@ -482,22 +534,36 @@ def missed_overhead(overhead: List[Dict]) -> List[str]:
             for o in overhead for t in o.get("targets", []) if not t["pass"]]
 
 
+MISS_TEXT = {
+    "copy_bandwidth": lambda t: f"{t['value']:.1%} of copy bandwidth < {t['goal']:.0%}",
+    "per_element_vs_fp32": lambda t: f"{t['value']:.3f}x the fp32 time per element > 1",
+    "speedup_npempty": lambda t: f"speed-up with np.empty out= arrays {t['value']:.2f}x < 1x",
+    "speedup_alloc": lambda t: f"speed-up of the allocating call {t['value']:.2f}x < 1x",
+    "npempty_vs_aligned": lambda t: f"np.empty out= arrays take {t['value']:.3f}x the aligned time > {t['goal']:g}x",
+}
+
+
+def call_errors(r: Dict) -> List[str]:
+    """The failures of ours in a row: each way of calling that raised, and outputs that differ."""
+    out = [f"{VARIANT_LABEL[name]} call failed: {r[name + '_error']}" for name in VARIANTS if r.get(name + "_error")]
+    if r.get("outputs_identical") is False:
+        out.append("the ways of calling wrote different bits")
+    return out
+
+
 def missed_targets(rows: List[Dict]) -> List[str]:
     out = []
     for r in rows:
         where = f"{r['op']} {r['case']} {SHORT_DTYPE[r['dtype']]} t{r['threads']} ({r['shape']})"
-        if r.get("ours_error"):
-            out.append(f"{where}: ours failed: {r['ours_error']}")
+        out += [f"{where}: ours: {error}" for error in call_errors(r)]
         for t in r.get("targets", []):
             if not t["pass"]:
                 if t["name"] == "speedup":
                     ceiling = r.get("copy_speedup")
                     bound = "" if ceiling is None else f" (a copy of the same bytes: {ceiling:.2f}x)"
                     out.append(f"{where}: speed-up {t['value']:.2f}x < {t['goal']:g}x{bound}")
-                elif t["name"] == "copy_bandwidth":
-                    out.append(f"{where}: {t['value']:.1%} of copy bandwidth < {t['goal']:.0%}")
                 else:
-                    out.append(f"{where}: {t['value']:.3f}x the fp32 time per element > 1")
+                    out.append(f"{where}: {MISS_TEXT[t['name']](t)}")
                 if "missed_runs" in t:  # judged on the median over repeated runs
                     out[-1] += f" (median of {t['runs']} runs; missed in {t['missed_runs']})"
     return out
@@ -512,11 +578,19 @@ def _fmt_ms(v) -> str:
     return f"{v:.3f}" if v < 1 else (f"{v:.2f}" if v < 100 else f"{v:.1f}")
 
 
+def _npempty_cell(r: Dict) -> str:
+    """np.empty's time, with where NumPy put the first output within its line (every place it
+    landed in, over repeated runs)."""
+    offsets = r["per_run"].get("npempty_offset", []) if "per_run" in r else [r.get("npempty_offset")]
+    places = sorted({o[0] for o in offsets if o and o[0] is not None})
+    return _fmt_ms(r.get("ours_npempty_ms")) + (f" ({'/'.join(f'+{p}' for p in places)})" if places else "")
+
+
 def _target_cells(r: Dict) -> str:
     if "per_run" in r:  # a row of medians over repeated runs
-        return bench_repeat.target_cells(r)
+        return "; ".join(filter(None, [bench_repeat.target_cells(r), "ours failed" if call_errors(r) else ""]))
     cells = [f"{t['text']} {'pass' if t['pass'] else 'MISS'}" for t in r.get("targets", [])]
-    if r.get("ours_error"):
+    if call_errors(r):
         cells.append("ours failed")
     elif r.get("torch_error") and r.get("speedup") is None:
         cells.append("no torch")
@@ -528,7 +602,7 @@ def table_rows(rows: List[Dict]) -> List[List[str]]:
     for r in rows:
         out.append([
             r["op"], r["case"], SHORT_DTYPE[r["dtype"]], str(r["threads"]), r["shape"],
-            _fmt_ms(r.get("ours_ms")), _fmt_ms(r.get("torch_ms")),
+            _fmt_ms(r.get("ours_ms")), _npempty_cell(r), _fmt_ms(r.get("ours_alloc_ms")), _fmt_ms(r.get("torch_ms")),
             "-" if r.get("speedup") is None else f"{r['speedup']:.2f}x",
             "-" if r.get("copy_speedup") is None else f"{r['copy_speedup']:.2f}x",
             "-" if r.get("copy_fraction") is None else f"{r['copy_fraction']:.1%}",
@@ -538,7 +612,7 @@ def table_rows(rows: List[Dict]) -> List[List[str]]:
     return out
 
 
-TABLE_HEADER = ["op", "case", "dtype", "thr", "shape", "ours ms", "torch ms", "speed-up",
+TABLE_HEADER = ["op", "case", "dtype", "thr", "shape", "ours ms", "np.empty ms", "alloc ms", "torch ms", "speed-up",
                 "copy's speed-up", "of copy bw", "ours GB/s", "targets"]
 OVERHEAD_COLUMNS = ["functional out=", "functional alloc", "two-phase", "torch"]
 
@@ -570,15 +644,16 @@ def format_text(rows: List[Dict], overhead: List[Dict]) -> str:
     return "\n".join(lines)
 
 
-REPEATED_HEADER = ["op", "case", "dtype", "thr", "shape", "runs", "ours ms", "torch ms",
-                   "targets (median [range])"]
+REPEATED_HEADER = ["op", "case", "dtype", "thr", "shape", "runs", "ours ms", "np.empty ms", "alloc ms",
+                   "torch ms", "targets (median [range])"]
 
 
 def format_repeated(rows: List[Dict]) -> str:
     """The rows of medians over repeated runs: each target's median, per-run range, missed runs."""
     return "\n".join(_text_table(REPEATED_HEADER, [
         [r["op"], r["case"], SHORT_DTYPE[r["dtype"]], str(r["threads"]), r["shape"], str(r["runs"]),
-         _fmt_ms(r.get("ours_ms")), _fmt_ms(r.get("torch_ms")), _target_cells(r)] for r in rows]))
+         _fmt_ms(r.get("ours_ms")), _npempty_cell(r), _fmt_ms(r.get("ours_alloc_ms")), _fmt_ms(r.get("torch_ms")),
+         _target_cells(r)] for r in rows]))
 
 
 def format_overhead(overhead: List[Dict]) -> str:
@@ -725,7 +800,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         prog="python -m aclnn_cpu bench",
         description="Time aclnn_cpu against PyTorch CPU and a parallel copy of the same bytes.",
         epilog=f"Outputs: {OUTPUT_POLICY}. Targets (from each op's registry entry): {targets_text()}; "
-               "fp16/bf16 time per element <= fp32's.")
+               "fp16/bf16 time per element <= fp32's; in every row the np.empty and the allocating call "
+               f"each >= 1x torch, and the np.empty call <= {NPEMPTY_LIMIT:g}x the aligned one's time.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
     parser.add_argument("--suite", choices=("full", "quick", "smoke", "training"), default=None,
                         help="full (default, ~2 min on a quiet 2-core machine), quick (~40 s), "
@@ -744,8 +820,6 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                         help=f"timed rounds after the warm-up (default {DEFAULT_ROUNDS})")
     parser.add_argument("--min-time", type=float, default=DEFAULT_MIN_TIME,
                         help=f"seconds each sample lasts at least (default {DEFAULT_MIN_TIME})")
-    parser.add_argument("--alloc", action="store_true",
-                        help="ours allocates its outputs on every call, as torch does (default: out=)")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch (time ours and the copy)")
     parser.add_argument("--no-overhead", action="store_true", help="skip the per-call overhead table")
     parser.add_argument("--json", metavar="FILE", help="write every result and the machine as JSON")
@@ -849,10 +923,9 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
                 torch.set_num_threads(threads)
             if torch is not None and args.isolate == "auto" and (case.op, dtype) in TORCH_CRASH_PRONE:
                 rows.append(run_case_isolated(args.suite, case, dtype, threads, ac, args.rounds, args.min_time,
-                                              cache_bytes, args.alloc))
+                                              cache_bytes))
             else:
-                rows.append(run_case(case, dtype, threads, ac, torch, args.rounds, args.min_time, cache_bytes,
-                                     args.alloc))
+                rows.append(run_case(case, dtype, threads, ac, torch, args.rounds, args.min_time, cache_bytes))
             gc.collect()
         ac.set_num_threads(args.threads[0])
         if torch is not None:
@@ -879,11 +952,13 @@ def run(args: argparse.Namespace, ac=None, torch=None) -> Dict:
         "settings": {"suite": args.suite, "ops": args.ops, "dtypes": args.dtypes, "threads": args.threads,
                      "match": args.match, "isolate": args.isolate, "rounds": args.rounds,
                      "min_time_s": args.min_time,
-                     "torch": torch is not None, "output_policy": output_policy(args.alloc),
+                     "torch": torch is not None, "output_policy": OUTPUT_POLICY,
                      "copy": "reads + writes the op's bytes: a buffer of half that size copied into another",
                      "targets": {"speedup": SPEEDUP_TARGET, "speedup_batch1": BATCH1_TARGET,
                                  "copy_fraction": COPY_FRACTION_TARGET, "streaming_ops": list(STREAMING_OPS),
-                                 "low_precision_per_element": "<= float32"}},
+                                 "low_precision_per_element": "<= float32",
+                                 "speedup_npempty": 1.0, "speedup_alloc": 1.0,
+                                 "npempty_vs_aligned": NPEMPTY_LIMIT}},
         "results": rows,
         "overhead": overhead,
         "missed": missed_targets(rows) + missed_overhead(overhead),
@@ -933,7 +1008,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"aclnn_cpu {ac.__version__} (ISA {ac.config().get('isa')}) vs "
           + (f"torch {torch.__version__}" if torch is not None else
              "torch absent: timing ours and the copy only")
-          + f"; threads {','.join(map(str, args.threads))}; suite {args.suite}; {output_policy(args.alloc)}.")
+          + f"; threads {','.join(map(str, args.threads))}; suite {args.suite}; {OUTPUT_POLICY}.")
     load = load_average()
     if load and load[0] > 0.5:
         print(f"warning: 1-minute load average {load[0]} before the run: other processes share the "
@@ -971,7 +1046,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"--plot: {problem}", file=sys.stderr)
         else:
             print(f"wrote {args.plot}")
-    failed = any(r.get("ours_error") for r in report["results"])
+    failed = any(call_errors(r) for r in report["results"])
     if failed:
         return 1
     return 1 if (args.strict and report["missed"]) else 0

@@ -51,7 +51,24 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
         ceiling = [t / c for t, c in zip(row["torch_samples_ms"], row["copy_samples_ms"])]
         assert row["copy_speedup"] == pytest.approx(statistics.median(ceiling))
         assert row["max_rel_diff_vs_torch"][0] < 1e-5  # both computed the same softmax gradient
-        assert [t["name"] for t in row["targets"]] == ["speedup"]  # tiny: in cache, no fp16 row
+        # The np.empty and allocating calls against torch, paired the same way.
+        for variant, field in (("ours_npempty", "speedup_npempty"), ("ours_alloc", "speedup_alloc")):
+            paired = [t / o for t, o in zip(row["torch_samples_ms"], row[f"{variant}_samples_ms"])]
+            assert row[field] == pytest.approx(statistics.median(paired))
+        # tiny: in cache, no fp16 row
+        assert [t["name"] for t in row["targets"]] == ["speedup", "speedup_npempty", "speedup_alloc",
+                                                       "npempty_vs_aligned"]
+    # The three ways of calling ours, timed in the same rounds; np.empty over aligned paired by round.
+    for variant in ("ours_npempty", "ours_alloc"):
+        assert row[f"{variant}_ms"] > 0 and len(row[f"{variant}_samples_ms"]) == 2
+    for field, variant in (("npempty_vs_aligned", "ours_npempty"), ("alloc_vs_aligned", "ours_alloc")):
+        paired = [v / o for v, o in zip(row[f"{variant}_samples_ms"], row["ours_samples_ms"])]
+        assert row[field] == pytest.approx(statistics.median(paired))
+    (offset,) = row["npempty_offset"]  # one output; NumPy aligns its data to 16 bytes at least
+    assert offset in (0, 16, 32, 48)
+    assert row["outputs_identical"] is True
+    (npempty,) = [t for t in row["targets"] if t["name"] == "npempty_vs_aligned"]
+    assert npempty["value"] == row["npempty_vs_aligned"] and npempty["pass"] == (npempty["value"] <= 1.1)
     assert isinstance(report["missed"], list)
 
     (overhead,) = report["overhead"]
@@ -67,20 +84,24 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
     assert "softmax" in captured.out and "Per-call overhead" in captured.out  # the tables
     assert "1/2" in captured.err  # the progress bar goes to stderr
     assert markdown.read_text().count("| softmax |") == 2
+    assert "| ours ms | np.empty ms | alloc ms | torch ms |" in markdown.read_text()
+    assert "np.empty ms" in captured.out and "alloc ms" in captured.out
 
 
 def test_without_torch_times_ours_and_the_copy(tmp_path, capsys):
-    code, report, captured = _run(tmp_path, capsys, "--no-torch", "--no-overhead", "--alloc",
+    code, report, captured = _run(tmp_path, capsys, "--no-torch", "--no-overhead",
                                   "--ops", "prelu", "--dtypes", "bf16,fp32")
     assert code == 0, captured.out + captured.err
     assert "torch absent" in captured.out
-    assert "both allocate" in report["settings"]["output_policy"]
+    assert "np.empty" in report["settings"]["output_policy"]
     assert report["machine"]["torch"] is None and report["overhead"] == []
     assert [r["dtype"] for r in report["results"]] == ["float32", "bfloat16"]  # fp32 first
     for row in report["results"]:
         assert row["ours_ms"] > 0 and row["torch_ms"] is None and row["copy_method"].startswith("numpy")
+        assert row["ours_npempty_ms"] > 0 and row["ours_alloc_ms"] > 0 and row["speedup_alloc"] is None
+        assert row["outputs_identical"] is True and len(row["npempty_offset"]) == 2  # prelu: 2 outputs
     bf16 = report["results"][1]
-    assert [t["name"] for t in bf16["targets"]] == ["per_element_vs_fp32"]
+    assert [t["name"] for t in bf16["targets"]] == ["per_element_vs_fp32", "npempty_vs_aligned"]
     # judged against the fp32 twin timed in the same rounds, not against the fp32 row
     assert bf16["ours_fp32_ms"] > 0 and len(bf16["ours_fp32_samples_ms"]) == len(bf16["ours_samples_ms"])
     assert bf16["targets"][0]["value"] == bf16["per_element_vs_fp32"] > 0
@@ -141,6 +162,86 @@ def test_a_missed_speedup_names_what_a_copy_reaches():
     assert missed.endswith("< 1.5x")
     cells = bench.table_rows([dict(row, copy_speedup=1.7, ours_ms=1.0, torch_ms=1.2, ours_gbps=10.0)])[0]
     assert cells[bench.TABLE_HEADER.index("copy's speed-up")] == "1.70x"
+
+
+def test_the_new_targets_are_judged_and_listed():
+    row = {"op": "softmax", "case": "x", "dtype": "float32", "threads": 2, "shape": "s", "batch": 8,
+           "speedup": 1.3, "speedup_npempty": 0.9, "speedup_alloc": 1.0, "npempty_vs_aligned": 1.2}
+    bench.evaluate_targets([row])
+    verdicts = {t["name"]: t["pass"] for t in row["targets"]}
+    assert verdicts == {"speedup": True, "speedup_npempty": False, "speedup_alloc": True,
+                        "npempty_vs_aligned": False}
+    where = "softmax x fp32 t2 (s): "
+    assert bench.missed_targets([row]) == [where + "speed-up with np.empty out= arrays 0.90x < 1x",
+                                           where + "np.empty out= arrays take 1.200x the aligned time > 1.1x"]
+    cells = bench.table_rows([dict(row, ours_ms=1.0, ours_npempty_ms=1.2, ours_alloc_ms=1.1)])[0]
+    assert cells[bench.TABLE_HEADER.index("np.empty ms")] == "1.20"
+    assert cells[bench.TABLE_HEADER.index("alloc ms")] == "1.10"
+    assert "np.empty<=1.1x aligned (1.20x) MISS" in cells[-1] and ">=1x alloc (1.00x) pass" in cells[-1]
+    # With where NumPy put the first output, and over repeated runs every place it landed.
+    cells = bench.table_rows([dict(row, ours_npempty_ms=1.2, npempty_offset=[16, 0])])[0]
+    assert cells[bench.TABLE_HEADER.index("np.empty ms")] == "1.20 (+16)"
+    repeated = dict(row, ours_npempty_ms=1.2, per_run={"npempty_offset": [[16, 0], [0, 0], [16, 32]]},
+                    runs=3, targets=[])
+    assert " 1.20 (+0/+16) " in bench.format_repeated([repeated]).splitlines()[-1]
+    # Calls that wrote different bits, or that failed, are listed and fail the run.
+    row.update(npempty_vs_aligned=1.0, speedup_npempty=1.1, outputs_identical=False)
+    bench.evaluate_targets([row])
+    assert bench.missed_targets([row]) == [where + "ours: the ways of calling wrote different bits"]
+    row.update(outputs_identical=True, ours_alloc_error="ValueError: x")
+    assert bench.missed_targets([row]) == [where + "ours: alloc call failed: ValueError: x"]
+    assert bench.table_rows([row])[0][-1].endswith("ours failed")
+
+
+def test_strict_fails_on_a_missed_np_empty_target(tmp_path, capsys, monkeypatch):
+    args = ["--no-overhead", "--no-torch", "--ops", "softmax", "--dtypes", "fp32"]
+    monkeypatch.setattr(bench, "NPEMPTY_LIMIT", 0.0)  # no call can meet this
+    code, report, captured = _run(tmp_path, capsys, *args, "--strict")
+    assert code == 1 and "np.empty out= arrays take" in captured.out, captured.out
+    (row,) = report["results"]
+    assert [t["pass"] for t in row["targets"]] == [False]
+    assert _run(tmp_path, capsys, *args)[0] == 0  # without --strict a miss does not fail the run
+
+
+@pytest.mark.parametrize("op, params, dtype", [
+    ("softmax", {"shape": (64, 300), "dim": -1}, "float32"),  # rows not a multiple of a line
+    ("softmax", {"shape": (48, 200), "dim": -1}, "bfloat16"),
+    ("prelu", {"shape": (4, 16, 24, 24), "weight": "channel"}, "float16"),  # two outputs
+    ("group_norm", {"N": 2, "C": 32, "H": 12, "W": 12, "G": 8}, "float32"),  # three outputs
+    ("grid_sampler", dict(N=2, C=8, H=16, W=16, Ho=12, Wo=10, mode=0, padding=0, align=False), "float32"),
+])
+def test_the_ways_of_calling_write_the_same_bits_into_the_arrays_they_claim(op, params, dtype):
+    import aclnn_cpu as ac
+    import numpy as np
+
+    case = bench.Case(op, "t", params, ("smoke",))
+    prepared = bench.prepare(case, dtype, ac, None, np.random.default_rng(7))
+    aligned, user = prepared.ours_outputs(), prepared.npempty_outputs()
+    # The np.empty outputs are plain np.empty arrays, as users make them (owning their data, not
+    # views of a realigned buffer); the first aligned output is on a line, a view of one.
+    for a in user:
+        assert a is None or (a.base is None and a.flags.owndata and a.flags.c_contiguous)
+    assert aligned[0].nbytes >= 4096 and aligned[0].base is not None and aligned[0].ctypes.data % 64 == 0
+    assert bench.line_offsets(user) == [None if a is None else a.ctypes.data % 64 for a in user]
+    assert not any(a is not None and b is not None and np.shares_memory(a, b) for a in aligned for b in user)
+    for a in aligned + user:
+        if a is not None:
+            a[...] = np.nan  # so outputs not written by a call cannot match by chance
+    prepared.ours()
+    prepared.ours_npempty()
+    allocated = bench.peer_outputs(prepared.ours_alloc())
+    assert len(allocated) == len(aligned) == len(user)
+    for a, u, f in zip(aligned, user, allocated):
+        assert (a is None) == (u is None) == (f is None)
+        if a is not None:
+            assert not np.isnan(a.astype(np.float32)).any()
+            assert a.tobytes() == u.tobytes() == np.ascontiguousarray(f).tobytes()
+    assert bench.same_bits(aligned, user) and bench.same_bits(aligned, allocated)
+    # same_bits sees a single flipped bit.
+    flipped = [None if a is None else a.copy() for a in user]
+    first = next(a for a in flipped if a is not None)
+    first.view(np.uint8).reshape(-1)[-1] ^= 1
+    assert not bench.same_bits(aligned, flipped)
 
 
 def test_grid_sampler_bytes_count_the_input_only_where_the_mode_reads_it():
@@ -221,14 +322,21 @@ def test_repeat_runs_the_selection_again_and_writes_every_run(tmp_path, capsys):
         per_run = [run["results"][i]["ours_ms"] for run in report["runs"]]
         assert row["per_run"]["ours_ms"] == per_run and row["ours_ms"] == statistics.median(per_run)
         assert row["runs"] == 3
-    assert "per_element_vs_fp32" in fp16["per_run"] and fp16["targets"][-1]["name"] == "per_element_vs_fp32"
+        for field in ("ours_npempty_ms", "ours_alloc_ms", "npempty_vs_aligned", "alloc_vs_aligned",
+                      "npempty_offset", "outputs_identical"):
+            assert row["per_run"][field] == [run["results"][i][field] for run in report["runs"]], field
+        assert row["npempty_vs_aligned"] == statistics.median(row["per_run"]["npempty_vs_aligned"])
+        assert row["outputs_identical"] is True
+    assert "per_element_vs_fp32" in fp16["per_run"]
+    assert [t["name"] for t in fp16["targets"]][-1] == "npempty_vs_aligned"
+    assert "per_element_vs_fp32" in [t["name"] for t in fp16["targets"]]
     assert captured.out.count("run 1/3:") == 1 and "run 3/3:" in captured.out
     assert "Medians over 3 runs, 0.01 s apart" in captured.out and "missed in" in captured.out
     text = markdown.read_text()
     assert "then the median over 3 runs" in text
-    # One cell per target: fp32's speed-up, fp16's speed-up and "<= fp32" (with torch), each with
-    # its count of missing runs.
-    expected = 3 if report["machine"]["torch"] is not None else 1
+    # One cell per target, each with its count of missing runs: "np.empty <= 1.1x aligned" on both
+    # rows, fp16's "<= fp32", and with torch each row's three speed-ups (aligned, np.empty, alloc).
+    expected = 9 if report["machine"]["torch"] is not None else 3
     assert len(re.findall(r"missed in [0-3]/3 runs", text)) == expected
 
 
