@@ -804,7 +804,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                f"each >= 1x torch, and the np.empty call <= {NPEMPTY_LIMIT:g}x the aligned one's time.")
     parser.add_argument("--quick", action="store_true", help="a subset (same as --suite quick)")
     parser.add_argument("--suite", choices=("full", "quick", "smoke", "training"), default=None,
-                        help="full (default, ~2 min on a quiet 2-core machine), quick (~40 s), "
+                        help="full (default, ~6.5 min on 2 shared vCPUs), quick (~1.5 min), "
                              "smoke (tiny shapes, for tests), or training (a CPU training step "
                              "in PyTorch with and without aclnn_cpu.torch: bench_training.py)")
     parser.add_argument("--ops", help=f"comma list: {', '.join(OPS)}")
