@@ -991,6 +991,19 @@ def run_repeated(args: argparse.Namespace, ac=None, torch=None) -> Dict:
     return report
 
 
+def rounded(value, digits: int = 4):
+    """Floats to `digits` significant digits, through dicts and lists: the timings vary by
+    percents from run to run, and the full suite's JSON (every sample of every row, three ways
+    of calling) then stays under 1 MB, the size of the kept baseline."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") if math.isfinite(value) else value
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [rounded(v, digits) for v in value]
+    return value
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.suite == "training":
@@ -1034,7 +1047,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("\nAll targets met.")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+            json.dump(rounded(report), f, separators=(",", ":"), default=str)
         print(f"wrote {args.json}")
     if args.markdown:
         with open(args.markdown, "w") as f:

@@ -12,6 +12,9 @@ from aclnn_cpu import bench, bench_repeat
 from aclnn_cpu.__main__ import main as cli_main
 
 TINY = ["--suite", "smoke", "--rounds", "2", "--min-time", "0.001"]
+# The JSON keeps 4 significant digits (bench.rounded): a ratio recomputed there from rounded
+# samples agrees with the rounded ratio to the three roundings, 5e-4 each.
+JSON_REL = 1.5e-3
 
 
 def _run(tmp_path, capsys, *extra):
@@ -19,6 +22,15 @@ def _run(tmp_path, capsys, *extra):
     code = bench.main([*TINY, "--json", str(path), *extra])
     captured = capsys.readouterr()
     return code, json.loads(path.read_text()), captured
+
+
+def test_json_floats_keep_four_significant_digits(tmp_path, capsys):
+    _, report, _ = _run(tmp_path, capsys, "--ops", "softmax", "--dtypes", "fp32")
+    (row,) = report["results"]
+    for value in [row["ours_ms"], row["copy_fraction"], *row["ours_samples_ms"]]:
+        assert value == float(f"{value:.4g}")
+    assert bench.rounded({"a": [1.234567, float("inf")], "b": (2.0e-9 / 3,), "c": 7}) == \
+        {"a": [1.235, float("inf")], "b": [6.667e-10], "c": 7}
 
 
 def test_one_tiny_case_writes_every_field(tmp_path, capsys):
@@ -44,17 +56,17 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
     else:
         # The ratio is the median of per-round ratios (samples of a round taken side by side).
         per_round = [t / o for t, o in zip(row["torch_samples_ms"], row["ours_samples_ms"])]
-        assert row["torch_ms"] > 0 and row["speedup"] == pytest.approx(statistics.median(per_round))
+        assert row["torch_ms"] > 0 and row["speedup"] == pytest.approx(statistics.median(per_round), rel=JSON_REL)
         copy_per_round = [c / o for c, o in zip(row["copy_samples_ms"], row["ours_samples_ms"])]
-        assert row["copy_fraction"] == pytest.approx(statistics.median(copy_per_round))
+        assert row["copy_fraction"] == pytest.approx(statistics.median(copy_per_round), rel=JSON_REL)
         # What an op running at copy speed would reach against torch, paired the same way.
         ceiling = [t / c for t, c in zip(row["torch_samples_ms"], row["copy_samples_ms"])]
-        assert row["copy_speedup"] == pytest.approx(statistics.median(ceiling))
+        assert row["copy_speedup"] == pytest.approx(statistics.median(ceiling), rel=JSON_REL)
         assert row["max_rel_diff_vs_torch"][0] < 1e-5  # both computed the same softmax gradient
         # The np.empty and allocating calls against torch, paired the same way.
         for variant, field in (("ours_npempty", "speedup_npempty"), ("ours_alloc", "speedup_alloc")):
             paired = [t / o for t, o in zip(row["torch_samples_ms"], row[f"{variant}_samples_ms"])]
-            assert row[field] == pytest.approx(statistics.median(paired))
+            assert row[field] == pytest.approx(statistics.median(paired), rel=JSON_REL)
         # tiny: in cache, no fp16 row
         assert [t["name"] for t in row["targets"]] == ["speedup", "speedup_npempty", "speedup_alloc",
                                                        "npempty_vs_aligned"]
@@ -63,7 +75,7 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
         assert row[f"{variant}_ms"] > 0 and len(row[f"{variant}_samples_ms"]) == 2
     for field, variant in (("npempty_vs_aligned", "ours_npempty"), ("alloc_vs_aligned", "ours_alloc")):
         paired = [v / o for v, o in zip(row[f"{variant}_samples_ms"], row["ours_samples_ms"])]
-        assert row[field] == pytest.approx(statistics.median(paired))
+        assert row[field] == pytest.approx(statistics.median(paired), rel=JSON_REL)
     (offset,) = row["npempty_offset"]  # one output; NumPy aligns its data to 16 bytes at least
     assert offset in (0, 16, 32, 48)
     assert row["outputs_identical"] is True
@@ -77,7 +89,7 @@ def test_one_tiny_case_writes_every_field(tmp_path, capsys):
         assert overhead["us"][variant] > 0, overhead
         if machine["torch"] is not None:
             paired = [o / t for o, t in zip(overhead["samples_us"][variant], overhead["samples_us"]["torch"])]
-            assert overhead["vs_torch"][variant] == pytest.approx(statistics.median(paired))
+            assert overhead["vs_torch"][variant] == pytest.approx(statistics.median(paired), rel=JSON_REL)
     if machine["torch"] is not None:
         assert [t["variant"] for t in overhead["targets"]] == ["functional out=", "functional alloc", "two-phase"]
 
