@@ -825,6 +825,15 @@ ACLNN_ALWAYS_INLINE VecU bf16_pair_bits(Pair v) {
 #endif
   return (VecU)float_to_bf16_bits(v.a) | ((VecU)float_to_bf16_bits(v.b) << 16);
 }
+
+#if ACLNN_ISA_LEVEL == 2
+// The 2 * kWidth fp16 values of a pair in element order, one 64-byte line (see kLineStreams).
+ACLNN_ALWAYS_INLINE __m512i half_pair_bits(Pair v) {
+  const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+#endif
 }  // namespace detail
 
 template <class T>
@@ -861,10 +870,7 @@ ACLNN_ALWAYS_INLINE void stream_pair(T* p, Pair v) {
     // still parsed, and the intrinsic types do not exist on other architectures.)
 #if ACLNN_ISA_LEVEL == 2
     if constexpr (std::is_same<T, half_t>::value) {
-      // Both halves in one 64-byte store (see kLineStreams).
-      const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), detail::half_pair_bits(v));  // one 64-byte store
       return;
     }
 #endif
@@ -945,9 +951,7 @@ class StreamCursor {
         if constexpr (kSplitPair<T>) {
           return line(p, (__m512i)detail::bf16_pair_bits(v));
         } else if constexpr (std::is_same<T, half_t>::value) {
-          const __m256i lo = _mm512_cvtps_ph((__m512)v.a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          const __m256i hi = _mm512_cvtps_ph((__m512)v.b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          return line(p, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+          return line(p, detail::half_pair_bits(v));
         } else {
           line(p, (__m512i)v.a);
           return line(p + kWidth, (__m512i)v.b);
