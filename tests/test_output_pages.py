@@ -198,8 +198,7 @@ def test_resize_moves_the_data_off_the_pages(pages):
     np.testing.assert_array_equal(out[:4], ref)
 
 
-def test_torch_outputs_and_dlpack_keep_the_buffer(pages):
-    torch = pytest.importorskip("torch")
+def test_torch_outputs_and_dlpack_keep_the_buffer(pages, torch):
     _glue.output_pages(cache_bytes=0)
     base = live_bytes()
     g = torch.ones((16, 256, 512), dtype=torch.bfloat16)
