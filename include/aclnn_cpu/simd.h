@@ -1165,6 +1165,29 @@ inline VecD fma(VecD a, VecD b, VecD c) {
 #endif
 }
 inline VecD max(VecD a, VecD b) { return a > b ? a : b; }
+// The low and high halves of v's lanes, widened to double (exactly).
+struct HalvesD {
+  VecD lo, hi;
+};
+inline HalvesD widen(VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  return {(VecD)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)),
+          (VecD)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1)))};
+#elif ACLNN_ISA_LEVEL == 1
+  return {(VecD)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)),
+          (VecD)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1))};
+#else
+  HalvesD h;
+  for (int i = 0; i < kWidthD; ++i) h.lo[i] = double(v[i]), h.hi[i] = double(v[kWidthD + i]);
+  return h;
+#endif
+}
+// The lanes of v added in lane order.
+inline double lanes_sum(VecD v) {
+  double s = 0.0;
+  for (int i = 0; i < kWidthD; ++i) s += v[i];
+  return s;
+}
 inline VecD min(VecD a, VecD b) { return a < b ? a : b; }
 inline VecD load_d(const double* p) {
   VecD v;
