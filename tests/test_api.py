@@ -230,6 +230,99 @@ def test_torch_tensors_in_and_out(torch):
         ac.softmax_backward(go.requires_grad_(), y, 0)
 
 
+class _DLPackOnly:
+    """A torch tensor seen only through DLPack: the reference for the glue's direct torch path."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def _outcome(fn):
+    """What a call did: its result, or the error's class, status and message."""
+    try:
+        return ("ok", fn())
+    except ac.AclnnError as exc:
+        return ("error", type(exc), exc.status, str(exc))
+
+
+def _as_numpy(t):
+    """A NumPy view of a CPU torch tensor, strides kept (bfloat16 as ml_dtypes')."""
+    import torch
+
+    t = t.detach().resolve_neg()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(BFLOAT16)
+    return t.numpy()
+
+
+def test_torch_tensors_are_read_as_dlpack_reads_them(torch):
+    # Plain CPU tensors are read through their own accessors (DLPack costs ~3 us a tensor); the
+    # call must see exactly what DLPack shows it: same values, layouts, dtypes and errors.
+    rng = np.random.default_rng(5)
+    base = torch.from_numpy(rng.standard_normal((6, 8, 5)).astype(np.float32))
+    prob = torch.softmax(torch.from_numpy(rng.standard_normal((6, 8, 5)).astype(np.float32)), -1)
+    variants = {
+        "contiguous": lambda t: t.clone(),
+        "transposed": lambda t: t.transpose(0, 2).contiguous().transpose(0, 2),
+        "channels_last": lambda t: t.unsqueeze(0).contiguous(memory_format=torch.channels_last)[0],
+        "offset view": lambda t: torch.cat([t, t])[6:],
+        "strided view": lambda t: torch.cat([t, t], dim=2)[:, :, ::2],
+        "broadcast": lambda t: t[:1].expand(6, 8, 5),
+        "bfloat16": lambda t: t.to(torch.bfloat16),
+        "float16": lambda t: t.to(torch.float16),
+        "float64": lambda t: t.double(),
+        "int32": lambda t: t.to(torch.int32),
+        "requires grad": lambda t: t.clone().requires_grad_(),
+        "empty": lambda t: t[:0],
+        "parameter": lambda t: torch.nn.Parameter(t.clone(), requires_grad=False),
+    }
+    def bits(t):
+        return t.view(torch.int16) if t.element_size() == 2 else t
+
+    for name, make in variants.items():
+        go, y = make(base), make(prob)
+        for dim in (0, 2):
+            out_dtype = go.dtype if go.is_floating_point() else torch.float32
+            via_dlpack_out, via_torch_out = torch.empty(go.shape, dtype=out_dtype), torch.empty(go.shape, dtype=out_dtype)
+            via_dlpack = _outcome(lambda: ac.softmax_backward(_DLPackOnly(go), _DLPackOnly(y), dim, out=via_dlpack_out))
+            via_torch = _outcome(lambda: ac.softmax_backward(go, y, dim, out=via_torch_out))
+            assert via_torch[0] == via_dlpack[0], (name, via_torch, via_dlpack)
+            if via_torch[0] == "error":
+                assert via_torch[1:] == via_dlpack[1:], name
+                continue
+            assert torch.equal(bits(via_torch_out), bits(via_dlpack_out)), name
+            expected = softmax_backward_ref(f64(_as_numpy(go)), f64(_as_numpy(y)), dim)
+            np.testing.assert_allclose(via_torch_out.float().numpy(), expected, rtol=2 ** -7, atol=2 ** -7,
+                                       err_msg=name)
+        if via_torch[0] == "ok":  # allocating calls: outputs in the input's layout, torch's or NumPy's
+            allocated = ac.softmax_backward(go, y, 2)
+            reference = ac.softmax_backward(_as_numpy(go), _as_numpy(y), 2)
+            assert isinstance(allocated, torch.Tensor) and allocated.stride() == tuple(
+                s // reference.itemsize for s in reference.strides), name
+            assert bits(allocated).numpy().tobytes() == np.ascontiguousarray(reference).tobytes(), name
+
+
+def test_torch_negative_views_are_read_as_their_values(torch):
+    # torch._neg_view(m) reads as -m over m's memory; DLPack (torch 2.13) exports the memory as it
+    # is, so the glue resolves such inputs and refuses such outputs.
+    go, y = torch.from_numpy(GO.copy()), torch.from_numpy(Y.copy())
+    neg_go = torch._neg_view(-go)
+    assert neg_go.is_neg() and torch.equal(neg_go, go)
+    np.testing.assert_array_equal(ac.softmax_backward(neg_go, y, 0).numpy(), softmax_backward_ref(GO, Y, 0))
+    out = torch.full((4, 2), 7.0)
+    neg_out = torch._neg_view(out)
+    with pytest.raises(ac.ParamInvalidError) as info:
+        ac.softmax_backward(go, y, 0, out=neg_out)
+    assert info.value.status == 161002 and "negative view" in str(info.value)
+    assert (out == 7.0).all()
+
+
 def test_torch_tensors_off_the_cpu_are_invalid(torch):
     # A meta tensor has no DLPack device code: torch's __dlpack_device__ raises a bare ValueError,
     # which used to escape without the op's name, the argument's or a status.
