@@ -291,6 +291,10 @@ struct Kernel {
   float* ws;
   const float eps;
   const bool stream;
+  // Fused groups prefetch the next group only when the tensors overflow the last-level cache:
+  // from cache the prefetches only take load slots ([2, 640, 32, 32] fp32, 1 thread: 0.24 ms
+  // with, 0.21 ms without).
+  const bool prefetch_next;
   const T* x0;
   T* y0;
 
@@ -301,6 +305,7 @@ struct Kernel {
         eps(float(args.eps)),
         stream(streams_worthwhile(2 * uint64_t(args.self.numel()) * sizeof(T), 1) &&
                stream_runs_fit(args.out.ptr<T>(), uint64_t(plan.channel_rows ? plan.C : plan.HxW) * sizeof(T))),
+        prefetch_next(streams_worthwhile(2 * uint64_t(args.self.numel()) * sizeof(T), 1)),
         x0(args.self.ptr<const T>()),
         y0(args.out.ptr<T>()) {}
 
@@ -380,7 +385,7 @@ struct Kernel {
         for (int64_t ng = begin; ng < end; ++ng) {
           for (int64_t k = 0; k < p.K; ++k) chunk_moments(ng, k);
           finish_group(ng);
-          normalize(ng, 0, p.m, ng + 1 < p.NG ? x0 + (ng + 1) * p.m : nullptr);
+          normalize(ng, 0, p.m, prefetch_next && ng + 1 < p.NG ? x0 + (ng + 1) * p.m : nullptr);
         }
         if (stream) stream_fence();
       });
