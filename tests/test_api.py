@@ -451,6 +451,7 @@ def test_empty_aligned(dtype, shape):
     assert a.dtype == (BFLOAT16 if dtype == "bfloat16" else np.dtype(dtype))
     if a.nbytes >= 4096:
         assert a.ctypes.data % 64 == 0
+        assert a.flags.owndata and a.base is None  # NumPy's own array, freed as any other
     a[...] = 1  # writable over its whole extent
     assert (f64(a) == 1).all()
 
