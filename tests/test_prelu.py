@@ -105,7 +105,9 @@ PATH_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 4, 33, 17), (7, 3000), (64, 5000
                (2, 700, 1), (5, 3, 3, 3), (1, 1, 70001), (33, 17, 2), (9, 130, 3, 7), (3, 100, 5, 5),
                (2, 7, 255), (2, 7, 256), (4096, 3), (1001, 5), (3, 300), (2, 5000), (8, 64, 7, 7), (1, 9000),
                # joined runs in several chunks of whole stretches, the last one shorter
-               (5, 300, 7, 7), (3, 90, 100), (30001, 3)]
+               (5, 300, 7, 7), (3, 90, 100), (30001, 3),
+               # planes of one vector and more whose vectors straddle two planes' weights
+               (2, 40, 14, 14), (3, 20, 4, 4), (3, 20, 17), (2, 50, 8), (1, 33, 33)]
 
 
 @pytest.mark.parametrize("shape", PATH_SHAPES, ids=str)
