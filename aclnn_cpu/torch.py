@@ -60,7 +60,7 @@ def _check_tensors(*tensors: Optional[torch.Tensor]) -> None:
     """Falls through unless every tensor given is a CPU tensor of a library dtype (None stands
     for an absent optional tensor)."""
     for t in tensors:
-        if t is not None and (t.dtype not in _LIBRARY_DTYPES or t.device.type != "cpu"):
+        if t is not None and (t.dtype not in _LIBRARY_DTYPES or not t.is_cpu):
             raise _FallThrough
 
 
