@@ -7,6 +7,7 @@ from cpython.number cimport PyNumber_Index
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_SetName
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t, uintptr_t
 from libcpp cimport bool as cbool
 cimport numpy as cnp
@@ -337,6 +338,8 @@ cdef TensorArg tensor_arg(object obj, str name, bint is_output):
 
 cdef object _flag(object value):
     """value as a bool when it is one (Python's or NumPy's) or the integer 0 or 1, else None."""
+    if value is True or value is False:  # the common case, without looking np.bool_ up
+        return value
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     try:
@@ -350,6 +353,13 @@ cpdef object int64_value(object value, str name):
     """An integer argument as a Python int in int64's range. Integers only (NumPy's and bools
     too): a float is refused rather than truncated (interpolationMode 1.5 would otherwise run
     as nearest)."""
+    cdef long long exact
+    if type(value) is int:  # the common case: a range check in C, no Python int arithmetic
+        try:
+            exact = value
+            return value
+        except OverflowError:
+            raise _invalid(f"{name}: {value} is outside the int64 range") from None
     try:
         v = PyNumber_Index(value)  # operator.index, without looking it up
     except TypeError:
@@ -600,13 +610,28 @@ cdef uint64_t _WORKSPACE_KEEP_MAX = 256 << 20
 _workspaces = threading.local()
 
 
+# The last thread's buffer also sits in C globals (read and written with the GIL held), which a
+# call from that thread takes without the threading.local lookup (about a tenth of a tiny call).
+# A thread that reuses a finished thread's identifier may take that thread's buffer: nobody else
+# holds it.
+cdef unsigned long _recent_thread = 0
+cdef object _recent_buf = None
+
+
 cdef cnp.ndarray _workspace_buffer(uint64_t nbytes):
+    global _recent_thread, _recent_buf
     if nbytes > _WORKSPACE_KEEP_MAX:
         return np.empty(nbytes, dtype=np.uint8)
-    cdef cnp.ndarray buf = getattr(_workspaces, "buf", None)
+    cdef unsigned long thread = PyThread_get_thread_ident()
+    cdef cnp.ndarray buf
+    if thread == _recent_thread and _recent_buf is not None \
+            and <uint64_t>cnp.PyArray_SIZE(<cnp.ndarray>_recent_buf) >= nbytes:
+        return <cnp.ndarray>_recent_buf
+    buf = getattr(_workspaces, "buf", None)
     if buf is None or <uint64_t>cnp.PyArray_SIZE(buf) < nbytes:
         buf = np.empty(nbytes, dtype=np.uint8)
         _workspaces.buf = buf
+    _recent_thread, _recent_buf = thread, buf
     return buf
 
 

@@ -65,10 +65,9 @@ def aclnnGridSampler2DGetWorkspaceSize(input, grid, interpolationMode, paddingMo
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
-                                                      c_paddingMode, c_alignCorners, a_out.ptr,
-                                                      &workspace_size, &executor)
+    status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
+                                                  c_paddingMode, c_alignCorners, a_out.ptr,
+                                                  &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_input, a_grid, a_out)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGridSampler2D",
@@ -88,10 +87,9 @@ cdef object _plan_and_run_aclnnGridSampler2D(input, grid, interpolationMode, pad
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
-                                                      c_paddingMode, c_alignCorners, a_out.ptr,
-                                                      &workspace_size, &executor)
+    status = c_aclnnGridSampler2DGetWorkspaceSize(a_input.ptr, a_grid.ptr, c_interpolationMode,
+                                                  c_paddingMode, c_alignCorners, a_out.ptr,
+                                                  &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnGridSampler2D)
 
@@ -170,13 +168,11 @@ def aclnnGridSampler2DBackwardGetWorkspaceSize(gradOutput, input, grid, interpol
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr,
-                                                              a_grid.ptr, c_interpolationMode,
-                                                              c_paddingMode, c_alignCorners,
-                                                              a_outputMask.ptr, a_inputGrad.ptr,
-                                                              a_gridGrad.ptr, &workspace_size,
-                                                              &executor)
+    status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr, a_grid.ptr,
+                                                          c_interpolationMode, c_paddingMode,
+                                                          c_alignCorners, a_outputMask.ptr,
+                                                          a_inputGrad.ptr, a_gridGrad.ptr,
+                                                          &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_gradOutput, a_input, a_grid, a_outputMask, a_inputGrad, a_gridGrad)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGridSampler2DBackward",
@@ -200,13 +196,11 @@ cdef object _plan_and_run_aclnnGridSampler2DBackward(gradOutput, input, grid, in
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr,
-                                                              a_grid.ptr, c_interpolationMode,
-                                                              c_paddingMode, c_alignCorners,
-                                                              a_outputMask.ptr, a_inputGrad.ptr,
-                                                              a_gridGrad.ptr, &workspace_size,
-                                                              &executor)
+    status = c_aclnnGridSampler2DBackwardGetWorkspaceSize(a_gradOutput.ptr, a_input.ptr, a_grid.ptr,
+                                                          c_interpolationMode, c_paddingMode,
+                                                          c_alignCorners, a_outputMask.ptr,
+                                                          a_inputGrad.ptr, a_gridGrad.ptr,
+                                                          &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnGridSampler2DBackward)
 
@@ -296,10 +290,9 @@ def aclnnGroupNormGetWorkspaceSize(self, gamma, beta, N, C, HxW, group, eps, out
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C,
-                                                  c_HxW, c_group, c_eps, a_out.ptr, a_meanOut.ptr,
-                                                  a_rstdOut.ptr, &workspace_size, &executor)
+    status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C, c_HxW,
+                                              c_group, c_eps, a_out.ptr, a_meanOut.ptr,
+                                              a_rstdOut.ptr, &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_self, a_gamma, a_beta, a_out, a_meanOut, a_rstdOut)
     return workspace_size, new_executor(executor, workspace_size, "aclnnGroupNorm",
@@ -323,10 +316,9 @@ cdef object _plan_and_run_aclnnGroupNorm(self, gamma, beta, N, C, HxW, group, ep
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C,
-                                                  c_HxW, c_group, c_eps, a_out.ptr, a_meanOut.ptr,
-                                                  a_rstdOut.ptr, &workspace_size, &executor)
+    status = c_aclnnGroupNormGetWorkspaceSize(a_self.ptr, a_gamma.ptr, a_beta.ptr, c_N, c_C, c_HxW,
+                                              c_group, c_eps, a_out.ptr, a_meanOut.ptr,
+                                              a_rstdOut.ptr, &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnGroupNorm)
 
@@ -418,13 +410,11 @@ def aclnnGroupNormBackwardGetWorkspaceSize(gradOut, input, mean, rstd, gamma, N,
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
-                                                          a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
-                                                          c_group, a_outputMask.ptr,
-                                                          a_gradInput.ptr, a_gradGammaOut.ptr,
-                                                          a_gradBetaOut.ptr, &workspace_size,
-                                                          &executor)
+    status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
+                                                      a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
+                                                      c_group, a_outputMask.ptr, a_gradInput.ptr,
+                                                      a_gradGammaOut.ptr, a_gradBetaOut.ptr,
+                                                      &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_gradOut, a_input, a_mean, a_rstd, a_gamma, a_outputMask, a_gradInput, a_gradGammaOut,
             a_gradBetaOut)
@@ -453,13 +443,11 @@ cdef object _plan_and_run_aclnnGroupNormBackward(gradOut, input, mean, rstd, gam
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
-                                                          a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
-                                                          c_group, a_outputMask.ptr,
-                                                          a_gradInput.ptr, a_gradGammaOut.ptr,
-                                                          a_gradBetaOut.ptr, &workspace_size,
-                                                          &executor)
+    status = c_aclnnGroupNormBackwardGetWorkspaceSize(a_gradOut.ptr, a_input.ptr, a_mean.ptr,
+                                                      a_rstd.ptr, a_gamma.ptr, c_N, c_C, c_HxW,
+                                                      c_group, a_outputMask.ptr, a_gradInput.ptr,
+                                                      a_gradGammaOut.ptr, a_gradBetaOut.ptr,
+                                                      &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnGroupNormBackward)
 
@@ -550,9 +538,8 @@ def aclnnPreluGetWorkspaceSize(self, weight, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
-                                              &executor)
+    status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
+                                          &executor)
     raise_for_status(status)
     keep = (a_self, a_weight, a_out)
     return workspace_size, new_executor(executor, workspace_size, "aclnnPrelu", c_aclnnPrelu, keep)
@@ -566,9 +553,8 @@ cdef object _plan_and_run_aclnnPrelu(self, weight, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
-                                              &executor)
+    status = c_aclnnPreluGetWorkspaceSize(a_self.ptr, a_weight.ptr, a_out.ptr, &workspace_size,
+                                          &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnPrelu)
 
@@ -632,10 +618,9 @@ def aclnnPreluBackwardGetWorkspaceSize(gradOutput, self, weight, gradInput, grad
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
-                                                      a_gradInput.ptr, a_gradWeight.ptr,
-                                                      &workspace_size, &executor)
+    status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
+                                                  a_gradInput.ptr, a_gradWeight.ptr,
+                                                  &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_gradOutput, a_self, a_weight, a_gradInput, a_gradWeight)
     return workspace_size, new_executor(executor, workspace_size, "aclnnPreluBackward",
@@ -653,10 +638,9 @@ cdef object _plan_and_run_aclnnPreluBackward(gradOutput, self, weight, gradInput
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
-                                                      a_gradInput.ptr, a_gradWeight.ptr,
-                                                      &workspace_size, &executor)
+    status = c_aclnnPreluBackwardGetWorkspaceSize(a_gradOutput.ptr, a_self.ptr, a_weight.ptr,
+                                                  a_gradInput.ptr, a_gradWeight.ptr,
+                                                  &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnPreluBackward)
 
@@ -723,9 +707,8 @@ def aclnnSoftmaxGetWorkspaceSize(self, dim, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
-                                                &executor)
+    status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
+                                            &executor)
     raise_for_status(status)
     keep = (a_self, a_out)
     return workspace_size, new_executor(executor, workspace_size, "aclnnSoftmax", c_aclnnSoftmax,
@@ -740,9 +723,8 @@ cdef object _plan_and_run_aclnnSoftmax(self, dim, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
-                                                &executor)
+    status = c_aclnnSoftmaxGetWorkspaceSize(a_self.ptr, c_dim, a_out.ptr, &workspace_size,
+                                            &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnSoftmax)
 
@@ -802,9 +784,8 @@ def aclnnSoftmaxBackwardGetWorkspaceSize(gradOutput, output, dim, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
-                                                        a_out.ptr, &workspace_size, &executor)
+    status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
+                                                    a_out.ptr, &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_gradOutput, a_output, a_out)
     return workspace_size, new_executor(executor, workspace_size, "aclnnSoftmaxBackward",
@@ -821,9 +802,8 @@ cdef object _plan_and_run_aclnnSoftmaxBackward(gradOutput, output, dim, out):
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
-                                                        a_out.ptr, &workspace_size, &executor)
+    status = c_aclnnSoftmaxBackwardGetWorkspaceSize(a_gradOutput.ptr, a_output.ptr, c_dim,
+                                                    a_out.ptr, &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnSoftmaxBackward)
 

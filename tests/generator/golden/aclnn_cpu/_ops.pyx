@@ -67,13 +67,11 @@ def aclnnToyBlendBackwardGetWorkspaceSize(gradOut, self, scale, alpha, beta, eps
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
-                                                         a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
-                                                         c_axis, c_mode, c_keepDims,
-                                                         a_outputMask.ptr, a_gradSelf.ptr,
-                                                         a_gradScale.ptr, &workspace_size,
-                                                         &executor)
+    status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
+                                                     a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
+                                                     c_axis, c_mode, c_keepDims, a_outputMask.ptr,
+                                                     a_gradSelf.ptr, a_gradScale.ptr,
+                                                     &workspace_size, &executor)
     raise_for_status(status)
     keep = (a_gradOut, a_self, a_scale, a_alpha, a_beta, a_dims, a_outputMask, a_gradSelf,
             a_gradScale)
@@ -101,13 +99,11 @@ cdef object _plan_and_run_aclnnToyBlendBackward(gradOut, self, scale, alpha, bet
     cdef uint64_t workspace_size = 0
     cdef aclOpExecutor* executor = NULL
     cdef aclnnStatus status
-    with nogil:
-        status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
-                                                         a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
-                                                         c_axis, c_mode, c_keepDims,
-                                                         a_outputMask.ptr, a_gradSelf.ptr,
-                                                         a_gradScale.ptr, &workspace_size,
-                                                         &executor)
+    status = c_aclnnToyBlendBackwardGetWorkspaceSize(a_gradOut.ptr, a_self.ptr, a_scale.ptr,
+                                                     a_alpha.ptr, a_beta.ptr, c_eps, a_dims.ptr,
+                                                     c_axis, c_mode, c_keepDims, a_outputMask.ptr,
+                                                     a_gradSelf.ptr, a_gradScale.ptr,
+                                                     &workspace_size, &executor)
     raise_for_status(status)
     run_planned(executor, workspace_size, c_aclnnToyBlendBackward)
 
