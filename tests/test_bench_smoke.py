@@ -230,7 +230,7 @@ def test_the_ways_of_calling_write_the_same_bits_into_the_arrays_they_claim(op, 
     prepared = bench.prepare(case, dtype, ac, None, np.random.default_rng(7))
     aligned, user = prepared.ours_outputs(), prepared.npempty_outputs()
     # The np.empty outputs are plain np.empty arrays, as users make them (owning their data); the
-    # first aligned output is on a line (empty_aligned's arrays own their data too).
+    # first aligned output is on a line.
     for a in user:
         assert a is None or (a.base is None and a.flags.owndata and a.flags.c_contiguous)
     assert aligned[0].nbytes >= 4096 and aligned[0].ctypes.data % 64 == 0
