@@ -440,6 +440,27 @@ inline void add_rows(const float* rows, int64_t count, int64_t n, int64_t stride
   for_each_vector(n, column);
 }
 
+// Channels in the first column block of a row. Blocks of whole lines (make_layout) start on a
+// line when gradInput's rows do; rows a few bytes past one (np.empty puts big arrays 16 bytes
+// past a line) begin the grid at the first channel that starts on a line, so that every block
+// after the first starts on a line, and its pairs stream as on an aligned output (the first
+// block, short, and the last one's tail do not). Only for blocks of whole rows' runs in pairs
+// (fold 1) with every row at the same distance from a line. The grouping does not change the
+// bits: each position adds its rows alone, each channel its positions from its own start.
+// Returns channels_per_block where the grid stays.
+template <class T>
+int64_t column_lead(const T* gi, const Layout& l) {
+  const int64_t per_block = l.channels_per_block;
+  const uint64_t block_bytes = uint64_t(per_block * l.HxW) * sizeof(T);
+  const uint64_t row_bytes = uint64_t(std::abs(l.row_stride[kGi])) * sizeof(T);
+  if (l.channel_runs || !l.unit_runs || l.fold != 1 || l.blocks == 1 || block_bytes % 64 != 0 ||
+      (l.N > 1 && row_bytes % 64 != 0) || aligned_to<64>(gi))
+    return per_block;
+  for (int64_t c = 1; c < per_block; ++c)
+    if (aligned_to<64>(gi + c * l.HxW)) return c;
+  return per_block;
+}
+
 template <class T>
 void combine_grad_weight(const PreluBackwardArgs& a, const Layout& l, const float* partials);
 
@@ -482,15 +503,19 @@ void run_typed(const PreluBackwardArgs& a, const Layout& l, float* workspace) {
   } else if (numel > 0) {
     read_floats<T>(a.weight, l.C, weights);  // (C values: the weight count, or 1 with C = 1)
     const int64_t span = l.channels_per_block * l.HxW;
-    const int64_t tasks = l.row_chunks * l.blocks;
+    // Streamed rows off a line: the blocks after the first start on lines (column_lead).
+    const int64_t lead = kStream ? column_lead(gi0, l) : l.channels_per_block;
+    const int64_t blocks = lead == l.channels_per_block ? l.blocks : 1 + (l.C - lead + l.channels_per_block - 1) / l.channels_per_block;
+    const int64_t tasks = l.row_chunks * blocks;
     const int64_t task_elems = std::max<int64_t>(1, l.rows_per_chunk * std::min(span, l.W));
     parallel_for(tasks, std::max<int64_t>(1, kGrainElems / task_elems), [&](int64_t begin, int64_t end) {
       alignas(64) float acc[kColumnSpan];
       alignas(64) float wcol[kColumnSpan];
       alignas(64) ColumnWeight<T> wpair[kColumnSpan];
       for (int64_t t = begin; t < end; ++t) {
-        const int64_t rc = t / l.blocks, b = t % l.blocks;
-        const int64_t c0 = b * l.channels_per_block, c1 = std::min(l.C, c0 + l.channels_per_block);
+        const int64_t rc = t / blocks, b = t % blocks;
+        const int64_t c0 = b == 0 ? 0 : lead + (b - 1) * l.channels_per_block;
+        const int64_t c1 = std::min(l.C, lead + b * l.channels_per_block);
         const int64_t j0 = c0 * l.HxW, j1 = c1 * l.HxW;
         const int64_t n0 = rc * l.rows_per_chunk, n1 = std::min(l.N, n0 + l.rows_per_chunk);
         const float* sums = acc;  // per-position sums in element order
@@ -737,6 +762,8 @@ bool streams(const PreluBackwardArgs& a, const Layout& l) {
   // lines wherever gradInput starts.
   const bool back_to_back = l.N == 1 || row_bytes == uint64_t(l.W) * sizeof(T);
   if (l.channel_runs && back_to_back && cursor_joins(a.gradInput.ptr<T>())) return true;
+  // Column blocks whose grid can start on a line for rows off one (column_lead).
+  if (!l.channel_runs && column_lead(a.gradInput.ptr<T>(), l) < l.channels_per_block) return true;
   return stream_runs_fit(a.gradInput.ptr<T>(), run_bytes, start_step);
 }
 
