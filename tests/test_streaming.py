@@ -7,7 +7,8 @@ every kernel path, with outputs starting on a 64-byte line and one element past 
 head-peeling case; 16-bit data there is 2 bytes off, which the streaming cursor cannot join),
 and for PReLU and Softmax eight elements past it (joined into lines by the cursor). The
 streamed result must be bitwise equal to the plain one, which the per-op tests check against
-float64 references.
+float64 references; PReLU's column blocks streamed with gradInput at every element offset within
+a line must also equal the call with gradInput on a line.
 """
 from __future__ import annotations
 
@@ -53,9 +54,10 @@ def assert_same_bits(plain, streamed):
 
 
 # PReLU: channel runs, column blocks in pairs with and without a tail, several blocks, folded
-# short rows, one weight over everything, a long flat run.
+# short rows, one weight over everything, a long flat run; column blocks of whole lines in rows
+# of whole lines (ResNet's 14x14 and 7x7 planes), whose grid starts on a line for rows off one.
 PRELU_SHAPES = [(2, 3, 1000), (1, 2, 40000), (3, 100, 5, 5), (9, 130, 3, 7), (8, 64, 14, 14),
-                (7, 3000), (64, 5000), (5, 3, 3, 3), (3000, 7), (1, 1, 7001)]
+                (7, 3000), (64, 5000), (5, 3, 3, 3), (3000, 7), (1, 1, 7001), (5, 64, 14, 14), (6, 128, 7, 7)]
 
 
 @pytest.mark.parametrize("shape", PRELU_SHAPES, ids=str)
@@ -73,6 +75,33 @@ def test_prelu_streamed_equals_plain(isa, llc, shape, dtype, misalign):
         return ac.prelu_backward(go, x, w, out=(gi, gw))
 
     assert_same_bits(*plain_and_streamed(llc, call))
+
+
+# Column blocks whose rows start off a line at every distance an element allows: the first block
+# of a row ends where a channel starts on a line (when one does) and the blocks after it stream
+# as on a line, several blocks and rows per task, odd planes, a short last block, the blocks of
+# two threads. gradInput and gradWeight must keep the bits of the call with gradInput on a line.
+PRELU_OFFSET_SHAPES = [(5, 64, 14, 14), (6, 128, 7, 7), (4, 100, 14, 14), (5, 72, 9, 9), (7, 50, 6, 6)]
+
+
+@pytest.mark.parametrize("shape", PRELU_OFFSET_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_prelu_streamed_off_a_line_equals_on_a_line(isa, llc, threads, shape, dtype):
+    rng = np.random.default_rng(sum(shape) + 1)
+    x = rng.standard_normal(shape).astype(dtype)
+    x[..., ::13] = 0.0
+    go = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal(shape[1]).astype(dtype)
+    size = np.dtype(dtype).itemsize
+    llc(1)
+    for count in (1, 2):
+        threads(count)
+        want = ac.prelu_backward(go, x, w, out=(output_buffer(shape, dtype, 0), np.full(w.shape, np.nan, dtype)))
+        for offset in range(size, 64, size):
+            got = ac.prelu_backward(go, x, w, out=(output_buffer(shape, dtype, offset // size),
+                                                   np.full(w.shape, np.nan, dtype)))
+            for a, b in zip(want, got):
+                assert a.tobytes() == b.tobytes(), f"{count} threads, gradInput {offset} bytes past a line"
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 40, 50), (2, 8, 17, 31)], ids=str)
