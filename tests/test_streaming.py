@@ -77,11 +77,14 @@ def test_prelu_streamed_equals_plain(isa, llc, shape, dtype, misalign):
     assert_same_bits(*plain_and_streamed(llc, call))
 
 
-# Column blocks whose rows start off a line at every distance an element allows: the first block
-# of a row ends where a channel starts on a line (when one does) and the blocks after it stream
-# as on a line, several blocks and rows per task, odd planes, a short last block, the blocks of
-# two threads. gradInput and gradWeight must keep the bits of the call with gradInput on a line.
-PRELU_OFFSET_SHAPES = [(5, 64, 14, 14), (6, 128, 7, 7), (4, 100, 14, 14), (5, 72, 9, 9), (7, 50, 6, 6)]
+# gradInput starting off a line at every distance an element allows. Column blocks: the first
+# block of a row ends where a channel starts on a line (when one does) and the blocks after it
+# stream as on a line, several blocks and rows per task, odd planes, a short last block, the
+# blocks of two threads. Channel runs (the last two): fp32 planes computed from their first
+# line on, with the accumulator turned, planes of whole lines and of odd lengths. gradInput and
+# gradWeight must keep the bits of the call with gradInput on a line.
+PRELU_OFFSET_SHAPES = [(5, 64, 14, 14), (6, 128, 7, 7), (4, 100, 14, 14), (5, 72, 9, 9), (7, 50, 6, 6),
+                       (2, 8, 20, 20), (3, 5, 16, 17)]
 
 
 @pytest.mark.parametrize("shape", PRELU_OFFSET_SHAPES, ids=str)
