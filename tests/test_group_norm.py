@@ -3,7 +3,7 @@
 With D = C / group and each (n, g) group's m = D * HxW elements x:
     mean = sum x / m,  var = sum (x - mean)^2 / m,  rstd = 1 / sqrt(var + float32(eps))
     out  = (x - mean) * rstd * gamma[c] + beta[c]      (gamma ones, beta zeros when None)
-The kernel works in fp32: per chunk of 2048 elements a compensated sum, then the deviations from
+The kernel works in fp32: per chunk of 2048 elements a sum in double lanes, then the deviations from
 the chunk's mean and their squares, in lanes over blocks of at most 32 steps flushed to double;
 chunks merged pairwise (Chan). Its error is bounded (u = 2^-24, A = mean |x| of the group,
 S = |gamma| * rstd) by
