@@ -816,9 +816,9 @@ cpdef object empty_aligned(object shape, object dtype):
     if type(shape) is not tuple:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
     cdef Py_ssize_t nbytes = (<cnp.dtype>dtype).itemsize
-    cdef cnp.npy_intp dims[32]
+    cdef cnp.npy_intp dims[64]
     cdef int nd = len(shape)
-    cdef bint plain = nd <= 32  # NumPy's dimension limit: beyond it np.empty raises
+    cdef bint plain = nd <= 64  # NumPy's dimension limit (NumPy 2; 32 before, where it raises)
     cdef Py_ssize_t k
     for k in range(nd):
         extent = shape[k]
@@ -826,17 +826,13 @@ cpdef object empty_aligned(object shape, object dtype):
         if plain:
             dims[k] = extent
             plain = dims[k] >= 0
-    if nbytes < 4096:  # small: the alignment cannot matter, skip the extra work
-        if plain:  # NumPy's C constructor: np.empty without the Python call
-            return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
+    if not plain:
         return np.empty(shape, dtype=dtype)  # raises for a negative extent or too many dims
+    if nbytes < 4096:  # small: the alignment cannot matter; np.empty without the Python call
+        return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
     if nbytes >= _pages_min_bytes and ACLNN_HAVE_MEM_HANDLER:
-        if plain:
-            return _empty_with(_pages_handler, nd, dims, dtype)
         return _empty_on_pages(shape, dtype)
-    if plain:
-        return aclnn_aligned_heap_array(nd, dims, dtype, nbytes)
-    return np.empty(shape, dtype=dtype)  # raises for a negative extent or too many dims
+    return aclnn_aligned_heap_array(nd, dims, dtype, nbytes)
 
 
 # ---- Big outputs ----
@@ -944,16 +940,6 @@ cdef extern from "aclnn_cpu/output_pages.h" namespace "aclnn_cpu" nogil:
 # it reuses, and a 2 MiB mapping would round them up.
 cdef Py_ssize_t _pages_min_bytes = 4 << 20
 cdef object _pages_handler = aclnn_pages_handler_capsule()
-
-
-cdef object _empty_with(object handler, int nd, cnp.npy_intp* dims, object dtype):
-    """NumPy's own empty array, its memory from ``handler`` (which NumPy records in the array and
-    frees it through)."""
-    previous = aclnn_pages_set_handler(handler)
-    try:
-        return cnp.PyArray_EMPTY(nd, dims, (<cnp.dtype>dtype).type_num, 0)
-    finally:
-        aclnn_pages_set_handler(previous)
 
 
 cdef object _empty_on_pages(tuple shape, object dtype):
