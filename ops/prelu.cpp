@@ -165,20 +165,21 @@ inline void fill_weights(const Walk& w, const float* weights, int64_t p0, int64_
   for (int64_t have = w.inner; have < n; have *= 2) std::copy(dst, dst + std::min(have, n - have), dst + have);
 }
 
+// As `v > 0 ? v : w * v`, except that a NaN self passes through as itself (that formula
+// returns it quieted, or the weight's NaN where both are NaN, as the product's operand order
+// decides): PyTorch's F.prelu gives self's NaN.
+ACLNN_ALWAYS_INLINE VecF prelu_lanes(VecF v, VecF w) { return select(cmp_le(v, zero()), w * v, v); }
+
 // out[i] = x[i] > 0 ? x[i] : w * x[i] for i < n, unit strides; the weight one value (kScalar)
 // or one per position.
 template <bool kStream, bool kScalar, class TX, class TO>
 ACLNN_ALWAYS_INLINE void prelu_run(const TX* x, TO* out, int64_t n, float scalar, const float* weights) {
   const VecF ws = set1(scalar);
-  // As `v > 0 ? v : w * v`, except that a NaN self passes through as itself (that formula
-  // returns it quieted, or the weight's NaN where both are NaN, as the product's operand order
-  // decides): PyTorch's F.prelu gives self's NaN.
-  const auto prelu = [](VecF v, VecF w) __attribute__((always_inline)) { return select(cmp_le(v, zero()), w * v, v); };
   store_run<kStream>(out, n, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     const bool whole = count == kWidth;
     const VecF v = whole ? load(x + i) : load_partial(x + i, count);
-    if constexpr (kScalar) return prelu(v, ws);
-    else return prelu(v, whole ? load(weights + i) : load_partial(weights + i, count));
+    if constexpr (kScalar) return prelu_lanes(v, ws);
+    else return prelu_lanes(v, whole ? load(weights + i) : load_partial(weights + i, count));
   });
 }
 
@@ -193,13 +194,12 @@ ACLNN_ALWAYS_INLINE void prelu_planes(const TX* x, TO* out, int64_t n, int64_t i
   for (int k = 0; k < kWidth; ++k) lane[k] = float(k);
   const float* w = plane_weights;
   int64_t next = inner;  // where the plane after w's starts
-  const auto prelu = [](VecF v, VecF wv) __attribute__((always_inline)) { return select(cmp_le(v, zero()), wv * v, v); };
   store_run<kStream>(out, n, [&](int64_t i, int64_t count) __attribute__((always_inline)) {
     while (i >= next) next += inner, ++w;
     VecF wv = set1(w[0]);
     if (i + count > next) wv = select(cmp_ge(lane, set1(float(next - i))), set1(w[1]), wv);
     const VecF v = count == kWidth ? load(x + i) : load_partial(x + i, count);
-    return prelu(v, wv);
+    return prelu_lanes(v, wv);
   });
 }
 
@@ -245,15 +245,12 @@ void run_walk(const PreluArgs& a, const Walk& w, const float* weights) {
         const float scalar = weights[off.w];
         if (w.out_step == 1) prelu_run<kStream, true>(x, dst, n, scalar, nullptr);
         else prelu_run<false, true>(x, dst, n, scalar, nullptr);
+      } else if (planes) {
+        const float* plane_weights = weights + off.w + p0 / w.inner;
+        if (w.out_step == 1) prelu_planes<kStream>(x, dst, n, w.inner, plane_weights);
+        else prelu_planes<false>(x, dst, n, w.inner, plane_weights);
       } else {
         const float* ws = weights + off.w + p0;
-        if (planes) {
-          const float* plane_weights = weights + off.w + p0 / w.inner;
-          if (w.out_step == 1) prelu_planes<kStream>(x, dst, n, w.inner, plane_weights);
-          else prelu_planes<false>(x, dst, n, w.inner, plane_weights);
-          if (dst != out) scatter_run(out, obuf, n, w.out_step);
-          continue;
-        }
         if (w.fills_weights()) {
           const int64_t at = off.w + p0 / w.inner * w.w_outer_step;
           if (at != filled_at || n != filled_n) fill_weights(w, weights + off.w, p0, n, wbuf);
