@@ -203,15 +203,25 @@ inline void for_runs(const Layout& l, int64_t j0, int64_t j1, Run&& run) {
   }
 }
 
+// The backward of one vector of positions: gradInput = x > 0 ? gradOutput : gradOutput * w,
+// and each position's contribution to the weight's gradient, x > 0 ? 0 : x * gradOutput.
+struct Grads {
+  VecF gi, dw;
+};
+ACLNN_ALWAYS_INLINE Grads grads(VecF xv, VecF gv, VecF wv) {
+  const Mask positive = cmp_gt(xv, zero());
+  return Grads{select(positive, gv, gv * wv), select(positive, zero(), xv * gv)};
+}
+
 // gradInput for the 2 * kWidth positions of a pair at x / go, with weight wv; their weight
 // gradient contributions add into sum, lane by lane, the pair's first half first.
 template <class T>
 ACLNN_ALWAYS_INLINE Pair channel_pair(const T* x, const T* go, VecF wv, VecF& sum) {
   const Pair xv = load_pair(x), gv = load_pair(go);
-  const Mask pa = cmp_gt(xv.a, zero()), pb = cmp_gt(xv.b, zero());
-  sum = sum + select(pa, zero(), xv.a * gv.a);
-  sum = sum + select(pb, zero(), xv.b * gv.b);
-  return Pair{select(pa, gv.a, gv.a * wv), select(pb, gv.b, gv.b * wv)};
+  const Grads a = grads(xv.a, gv.a, wv), b = grads(xv.b, gv.b, wv);
+  sum = sum + a.dw;
+  sum = sum + b.dw;
+  return Pair{a.gi, b.gi};
 }
 
 // channel_run for a contiguous run whose gradInput starts off a line, where single vectors are
@@ -228,10 +238,9 @@ inline void channel_run_from_line(const T* go, const T* x, T* gi, int64_t len, f
   const VecF wv = set1(w);
   const int64_t head = head_to<64>(gi, len);  // < kWidth: one vector of T is a line
   const auto part = [&](int64_t i, int64_t n, int turn) {  // zero lanes add 0
-    const VecF xv = load_partial(x + i, n), gv = load_partial(go + i, n);
-    const Mask positive = cmp_gt(xv, zero());
-    store_partial(gi + i, select(positive, gv, gv * wv), n);
-    return rotate_lanes_up(select(positive, zero(), xv * gv), turn);
+    const Grads g = grads(load_partial(x + i, n), load_partial(go + i, n), wv);
+    store_partial(gi + i, g.gi, n);
+    return rotate_lanes_up(g.dw, turn);
   };
   if (head > 0) acc = acc + part(0, head, lane);
   const int turn = int((lane + head) % kWidth);  // sum's lane k is acc's lane (k + turn) % kWidth
@@ -240,10 +249,9 @@ inline void channel_run_from_line(const T* go, const T* x, T* gi, int64_t len, f
   int64_t i = pipelined(head, len, 2 * kWidth, pair,
                         [&](int64_t j, Pair v) __attribute__((always_inline)) { store_or_stream_pair<true>(gi + j, v); });
   for (; i + kWidth <= len; i += kWidth) {
-    const VecF xv = load(x + i), gv = load(go + i);
-    const Mask positive = cmp_gt(xv, zero());
-    store_or_stream<true>(gi + i, select(positive, gv, gv * wv));
-    sum = sum + select(positive, zero(), xv * gv);
+    const Grads g = grads(load(x + i), load(go + i), wv);
+    store_or_stream<true>(gi + i, g.gi);
+    sum = sum + g.dw;
   }
   if (i < len) sum = sum + part(i, len - i, 0);
   acc = rotate_lanes_up(sum, turn);
@@ -266,10 +274,9 @@ inline void channel_run(StreamCursor<kStream>& cursor, const T* go, const T* x, 
     int64_t i = 0;
     if (lane != 0) {  // up to the next lane 0: a partial vector moved up to its lanes
       const int64_t n = std::min<int64_t>(len, kWidth - lane);
-      const VecF xv = load_partial(x, n), gv = load_partial(go, n);  // zero lanes add 0
-      const Mask positive = cmp_gt(xv, zero());
-      cursor.put_partial(gi, select(positive, gv, gv * wv), n);
-      acc = acc + rotate_lanes_up(select(positive, zero(), xv * gv), lane);
+      const Grads g = grads(load_partial(x, n), load_partial(go, n), wv);  // zero lanes add 0
+      cursor.put_partial(gi, g.gi, n);
+      acc = acc + rotate_lanes_up(g.dw, lane);
       i = n;
     }
     // Pairs (w is a broadcast, so gradInput's pair lines up with the inputs'); both halves add
@@ -283,17 +290,15 @@ inline void channel_run(StreamCursor<kStream>& cursor, const T* go, const T* x, 
                   [&](int64_t j, Pair v) __attribute__((always_inline)) { lines.put_pair(gi + j, v); });
     acc = sum;
     for (; i + kWidth <= len; i += kWidth) {
-      const VecF xv = load(x + i), gv = load(go + i);
-      const Mask positive = cmp_gt(xv, zero());
-      lines.put(gi + i, select(positive, gv, gv * wv));
-      acc = acc + select(positive, zero(), xv * gv);
+      const Grads g = grads(load(x + i), load(go + i), wv);
+      lines.put(gi + i, g.gi);
+      acc = acc + g.dw;
     }
     if (i < len) {
       const int64_t n = len - i;
-      const VecF xv = load_partial(x + i, n), gv = load_partial(go + i, n);  // zero lanes add 0
-      const Mask positive = cmp_gt(xv, zero());
-      lines.put_partial(gi + i, select(positive, gv, gv * wv), n);
-      acc = acc + select(positive, zero(), xv * gv);
+      const Grads g = grads(load_partial(x + i, n), load_partial(go + i, n), wv);  // zero lanes add 0
+      lines.put_partial(gi + i, g.gi, n);
+      acc = acc + g.dw;
     }
     cursor.resume(lines);
     return;
@@ -317,17 +322,15 @@ inline void column_run(const T* go, const T* x, T* gi, const int64_t* st, int64_
   if (st[kGo] == 1 && st[kX] == 1 && st[kGi] == 1) {
     int64_t i = 0;
     for (; i + kWidth <= len; i += kWidth) {
-      const VecF xv = load(x + i), gv = load(go + i);
-      const Mask positive = cmp_gt(xv, zero());
-      store_or_stream<kStream>(gi + i, select(positive, gv, gv * load(w + i)));
-      store(acc + i, load(acc + i) + select(positive, zero(), xv * gv));
+      const Grads g = grads(load(x + i), load(go + i), load(w + i));
+      store_or_stream<kStream>(gi + i, g.gi);
+      store(acc + i, load(acc + i) + g.dw);
     }
     if (i < len) {
       const int64_t n = len - i;
-      const VecF xv = load_partial(x + i, n), gv = load_partial(go + i, n);
-      const Mask positive = cmp_gt(xv, zero());
-      store_partial(gi + i, select(positive, gv, gv * load_partial(w + i, n)), n);
-      store_partial(acc + i, load_partial(acc + i, n) + select(positive, zero(), xv * gv), n);
+      const Grads g = grads(load_partial(x + i, n), load_partial(go + i, n), load_partial(w + i, n));
+      store_partial(gi + i, g.gi, n);
+      store_partial(acc + i, load_partial(acc + i, n) + g.dw, n);
     }
     return;
   }
@@ -369,10 +372,10 @@ inline void column_run_pairs(const T* const* go, const T* const* x, T* const* gi
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) {
       const Pair xv = load_pair(x[r] + i), gv = load_pair(go[r] + i);
-      const Mask pa = cmp_gt(xv.a, zero()), pb = cmp_gt(xv.b, zero());
-      store_or_stream_pair<kStream>(gi[r] + i, Pair{select(pa, gv.a, gv.a * wv.a), select(pb, gv.b, gv.b * wv.b)});
-      sa = sa + select(pa, zero(), xv.a * gv.a);
-      sb = sb + select(pb, zero(), xv.b * gv.b);
+      const Grads a = grads(xv.a, gv.a, wv.a), b = grads(xv.b, gv.b, wv.b);
+      store_or_stream_pair<kStream>(gi[r] + i, Pair{a.gi, b.gi});
+      sa = sa + a.dw;
+      sb = sb + b.dw;
     }
     store(acc + i, sa);
     store(acc + i + kWidth, sb);
