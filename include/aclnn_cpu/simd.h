@@ -428,6 +428,29 @@ ACLNN_ALWAYS_INLINE void store<half_t>(half_t* p, VecF v) {
 #endif
 }
 
+// fp64 vectors (VecD, kWidthD lanes in one register's width); their arithmetic is further down.
+constexpr int kWidthD = kWidth / 2;
+typedef double VecD __attribute__((vector_size(kWidth * 4)));
+typedef int64_t VecL __attribute__((vector_size(kWidth * 4)));  // bits and compare masks
+
+// The low and high halves of v's lanes, widened to double (exactly).
+struct HalvesD {
+  VecD lo, hi;
+};
+inline HalvesD widen(VecF v) {
+#if ACLNN_ISA_LEVEL == 2
+  return {(VecD)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)),
+          (VecD)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1)))};
+#elif ACLNN_ISA_LEVEL == 1
+  return {(VecD)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)),
+          (VecD)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1))};
+#else
+  HalvesD h;
+  for (int i = 0; i < kWidthD; ++i) h.lo[i] = double(v[i]), h.hi[i] = double(v[kWidthD + i]);
+  return h;
+#endif
+}
+
 // float64 (softmax's out may be float64): values are rounded to / widened from fp32.
 template <>
 inline VecF load<double>(const double* p) {
@@ -437,15 +460,9 @@ inline VecF load<double>(const double* p) {
 }
 template <>
 inline void store<double>(double* p, VecF v) {
-#if ACLNN_ISA_LEVEL == 2
-  _mm512_storeu_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)));
-  _mm512_storeu_pd(p + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))));
-#elif ACLNN_ISA_LEVEL == 1
-  _mm256_storeu_pd(p, _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)));
-  _mm256_storeu_pd(p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1)));
-#else
-  for (int i = 0; i < kWidth; ++i) p[i] = double(v[i]);
-#endif
+  const HalvesD h = widen(v);
+  std::memcpy(p, &h.lo, sizeof h.lo);
+  std::memcpy(p + kWidthD, &h.hi, sizeof h.hi);
 }
 
 // Tails: n in [0, kWidth). AVX-512 uses masked moves; elsewhere fp32 on AVX2 uses vmaskmov and the
@@ -632,16 +649,18 @@ inline void stream<half_t>(half_t* p, VecF v) {
 
 template <>
 inline void stream<double>(double* p, VecF v) {
+  const HalvesD h = widen(v);
 #if ACLNN_ISA_LEVEL == 2
-  _mm512_stream_pd(p, _mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)));
-  _mm512_stream_pd(p + 8, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1))));
+  _mm512_stream_pd(p, (__m512d)h.lo);
+  _mm512_stream_pd(p + kWidthD, (__m512d)h.hi);
 #elif ACLNN_ISA_LEVEL == 1
-  _mm256_stream_pd(p, _mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)));
-  _mm256_stream_pd(p + 4, _mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1)));
+  _mm256_stream_pd(p, (__m256d)h.lo);
+  _mm256_stream_pd(p + kWidthD, (__m256d)h.hi);
 #elif ACLNN_SIMD_X86
-  _mm_stream_pd(p, _mm_cvtps_pd((__m128)v));
-  _mm_stream_pd(p + 2, _mm_cvtps_pd(_mm_movehl_ps((__m128)v, (__m128)v)));
+  _mm_stream_pd(p, (__m128d)h.lo);
+  _mm_stream_pd(p + kWidthD, (__m128d)h.hi);
 #else
+  (void)h;
   store(p, v);
 #endif
 }
@@ -1147,12 +1166,9 @@ inline VecF exp(VecF x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// fp64 vectors, for ops whose float64 inputs are computed in float64 (Softmax): kWidthD lanes,
-// one register as VecF. Loads and stores move doubles as they are.
-
-constexpr int kWidthD = kWidth / 2;
-typedef double VecD __attribute__((vector_size(kWidth * 4)));
-typedef int64_t VecL __attribute__((vector_size(kWidth * 4)));  // bits and compare masks
+// fp64 vector arithmetic (VecD: see the float64 loads and stores), for ops whose float64 inputs
+// are computed in float64 (Softmax) and for double accumulators (GroupNorm's sums). load_d and
+// store_d move doubles as they are.
 
 inline VecD set1d(double x) { return x - VecD{}; }
 inline VecD fma(VecD a, VecD b, VecD c) {
@@ -1165,30 +1181,13 @@ inline VecD fma(VecD a, VecD b, VecD c) {
 #endif
 }
 inline VecD max(VecD a, VecD b) { return a > b ? a : b; }
-// The low and high halves of v's lanes, widened to double (exactly).
-struct HalvesD {
-  VecD lo, hi;
-};
-inline HalvesD widen(VecF v) {
-#if ACLNN_ISA_LEVEL == 2
-  return {(VecD)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)v)),
-          (VecD)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)v), 1)))};
-#elif ACLNN_ISA_LEVEL == 1
-  return {(VecD)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)v)),
-          (VecD)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)v, 1))};
-#else
-  HalvesD h;
-  for (int i = 0; i < kWidthD; ++i) h.lo[i] = double(v[i]), h.hi[i] = double(v[kWidthD + i]);
-  return h;
-#endif
-}
+inline VecD min(VecD a, VecD b) { return a < b ? a : b; }
 // The lanes of v added in lane order.
 inline double lanes_sum(VecD v) {
   double s = 0.0;
   for (int i = 0; i < kWidthD; ++i) s += v[i];
   return s;
 }
-inline VecD min(VecD a, VecD b) { return a < b ? a : b; }
 inline VecD load_d(const double* p) {
   VecD v;
   std::memcpy(&v, p, sizeof v);
